@@ -1,0 +1,40 @@
+"""The item the ``docs`` spider yields: one documentation page as Markdown.
+
+Exported with Scrapy's feeds (``-O pages.jsonl``) as ``{url, title, markdown, metadata}``. Feeds see
+the items that leave the pipelines, so an incremental crawl exports its new and changed pages; use
+``-a full=1`` to export every page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PageItem", "PageMetadata"]
+
+
+@dataclass
+class PageMetadata:
+    page_id: str
+    source: str
+    path: str                      # the stats report key: path relative to the scope prefix
+    canonical_url: str | None
+    language: str | None
+    description: str | None
+    finder: str                    # llms-full | llms | sitemap | link
+    depth: int
+    http_status: int | None
+    content_type: str | None
+    etag: str | None
+    last_modified: str | None
+    fetched_at: str                # ISO 8601, UTC
+    content_hash: str = ""         # SHA-256 of the Markdown, set by the change detector
+    change: str = ""               # new | changed | unchanged, set by the change detector
+    chunk_count: int | None = None  # set by the vector index pipeline, when enabled
+
+
+@dataclass
+class PageItem:
+    url: str
+    title: str
+    markdown: str
+    metadata: PageMetadata

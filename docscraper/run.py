@@ -1,0 +1,431 @@
+"""One crawl run: its source, scope, state snapshot, ledger, and the close-time decisions.
+
+A :class:`CrawlRun` is created by the ``docs`` spider from its arguments and opened when the spider
+opens. Pipelines, middlewares and the dupefilter reach it with :func:`run_for`. It owns the per-run
+resources (the state store and its writer thread) and closes them when the spider closes, after it has
+applied DESIGN's rule 3 (orphans) and rule 4 (410/404 retirement) and written the stats report.
+
+Stats (``docscraper/...``): ``pages_scheduled``, ``pages_refused/<reason>``, ``pages_unchanged``,
+``pages_changed``, ``pages_new``, ``pages_failed``, ``pages_removed``, ``not_modified`` (304s).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import secrets
+import socket
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from scrapy import signals
+from scrapy.exceptions import CloseSpider
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import reactor
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+from docscraper.config import CrawlArgs, DocscraperConfig
+from docscraper.report import RunLedger, summarize, write_report
+from docscraper.scope import Refusal, Scope
+from docscraper.state import (
+    PageFailure,
+    PageRecord,
+    PageSeen,
+    PageWrite,
+    RunRecord,
+    SourceRecord,
+    SqlStateStore,
+    StateError,
+    StateStore,
+    utcnow,
+)
+from docscraper.urls import normalize_url, page_id
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["CrawlRun", "run_for", "source_name_for_url"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Signal sent at a clean close with ``page_ids`` (a list) before their state rows are marked removed;
+#: the vector index deletes their chunks. A handler that fails stops the removal for this run.
+pages_retiring = object()
+
+
+def source_name_for_url(url: str) -> str:
+    """A source name derived from its URL: host, port and path as a slug (``docs.example.com-en``)."""
+    parts = urlsplit(normalize_url(url))
+    raw = "-".join(p for p in [parts.hostname or "local", str(parts.port or "")] + parts.path.split("/") if p)
+    slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._") or "source"
+    if len(slug) > 64:
+        slug = slug[:55].rstrip("-._") + "-" + hashlib.sha256(slug.encode()).hexdigest()[:8]
+    return slug
+
+
+def run_for(crawler: Crawler) -> CrawlRun | None:
+    """The run of the crawler's spider, or None when the spider is not a docscraper spider."""
+    run = getattr(getattr(crawler, "spider", None), "run", None)
+    return run if isinstance(run, CrawlRun) else None
+
+
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+class CrawlRun:
+    def __init__(self, crawler: Crawler, config: DocscraperConfig, args: CrawlArgs) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.args = args
+        self.started_at = utcnow()
+        self.run_id = f"{self.started_at:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+        self.ledger = RunLedger()
+        self.counters: Counter[str] = Counter()
+        self.discovery: dict[str, Any] = {}
+        self.store: StateStore | None = None
+        self.source: SourceRecord | None = None
+        self.scope: Scope = Scope.for_source(args.source) if args.is_url else Scope("about:blank")
+        self.stored_scope: Scope | None = None
+        self.seed_url: str = args.source if args.is_url else ""
+        self.known: dict[str, PageRecord] = {}
+        self.claimed: dict[str, str] = {}
+        self.emitted: set[str] = set()
+        self.reached: set[str] = set()
+        self.retire: dict[str, str] = {}
+        self.frontier_cut: str | None = None
+        self.scheduled_pages = 0
+        self.opened = False
+        self.open_error: str | None = None
+        self._seen: list[PageSeen] = []
+        self._failures: list[PageFailure] = []
+        self._pool: ThreadPool | None = None
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    # threads ---------------------------------------------------------------------------------------
+
+    async def db(self, func: Callable[..., T], *args: Any) -> T:
+        """Run a blocking state call on the run's single writer thread."""
+        assert self._pool is not None, "the run is not open"
+        result: T = await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, func, *args))
+        return result
+
+    # lifecycle -------------------------------------------------------------------------------------
+
+    async def _spider_opened(self, spider: Any) -> None:
+        try:
+            await self.open()
+        except (StateError, LookupError) as exc:
+            self.open_error = str(exc)
+            logger.error("%s", exc)
+            raise CloseSpider("state_unavailable" if isinstance(exc, StateError) else "unknown_source") from exc
+
+    async def open(self) -> None:
+        self._pool = ThreadPool(minthreads=1, maxthreads=1, name="docscraper-state")
+        self._pool.start()
+        self.store = await self.db(SqlStateStore, self.config.state_url)
+        store = self.store
+        if self.args.is_url:
+            seed = self.args.source
+            stored = await self.db(store.find_source_by_url, normalize_url(seed))
+            if stored is None:
+                name = source_name_for_url(seed)
+                clash = await self.db(store.get_source, name)
+                if clash is not None and clash.url != normalize_url(seed):
+                    name = name[:55] + "-" + hashlib.sha256(normalize_url(seed).encode()).hexdigest()[:8]
+                stored = await self.db(store.ensure_source, name, normalize_url(seed), self._scope_from_args().as_dict())
+            self.seed_url = seed
+        else:
+            stored = await self.db(store.get_source, self.args.source)
+            if stored is None:
+                raise LookupError(
+                    f"unknown source {self.args.source!r}: pass a URL (-a source=https://...) or register it first"
+                )
+            self.seed_url = stored.url
+        self.source = stored
+        self.stored_scope = self._scope_from_record(stored)
+        self.scope = self._scope_from_args(base=self.stored_scope)
+        self.known = await self.db(store.load_pages, stored.id)
+        await self.db(
+            store.start_run,
+            RunRecord(self.run_id, stored.id, self.started_at, None, None, None, args=self._args_dict()),
+            socket.gethostname(),
+            os.getpid(),
+        )
+        self.opened = True
+        logger.info(
+            "Run %s of source %s (%s): %d known pages, scope %s",
+            self.run_id,
+            stored.name,
+            self.seed_url,
+            sum(1 for p in self.known.values() if p.status == "active"),
+            self.scope.as_dict(),
+        )
+
+    def _scope_from_args(self, base: Scope | None = None) -> Scope:
+        a = self.args
+        prefix = base.prefix if base else Scope.for_source(a.source).prefix
+        return Scope(
+            prefix,
+            a.allow if "allow" in a.overrides else (base.allow if base else ()),
+            a.block if "block" in a.overrides else (base.block if base else ()),
+            a.max_depth if "max_depth" in a.overrides else (base.max_depth if base else None),
+            a.max_pages if "max_pages" in a.overrides else (base.max_pages if base else None),
+        )
+
+    @staticmethod
+    def _scope_from_record(source: SourceRecord) -> Scope:
+        s = source.scope
+        return Scope(
+            str(s.get("prefix") or Scope.for_source(source.url).prefix),
+            tuple(s.get("allow") or ()),
+            tuple(s.get("block") or ()),
+            s.get("max_depth"),
+            s.get("max_pages"),
+        )
+
+    def _args_dict(self) -> dict[str, Any]:
+        a = self.args
+        return {
+            "source": a.source,
+            "allow": list(a.allow),
+            "block": list(a.block),
+            "max_depth": a.max_depth,
+            "max_pages": a.max_pages,
+            "llms_txt": a.llms_txt,
+            "full": a.full,
+        }
+
+    # discovery bookkeeping -------------------------------------------------------------------------
+
+    def key(self, url: str) -> str:
+        return self.scope.key(url)
+
+    def stat(self, name: str, count: int = 1) -> None:
+        assert self.crawler.stats is not None
+        self.crawler.stats.inc_value(f"docscraper/{name}", count)
+
+    def refuse(self, url: str, refusal: Refusal, **details: Any) -> None:
+        """Record a URL that will not be crawled, with its reason."""
+        self.stat(f"pages_refused/{refusal.reason}")
+        self.ledger.record(self.key(url), "skipped", refusal.reason, url=url, detail=refusal.detail, **details)
+
+    def claim(self, url: str, *, alias_of: str | None = None) -> str | None:
+        """Claim the page a URL stands for; returns the page id, or None when it was claimed already."""
+        pid = page_id(url)
+        if pid in self.claimed:
+            return None
+        self.claimed[pid] = alias_of or url
+        return pid
+
+    def note_duplicate(self, url: str, *, redirect: bool = False) -> None:
+        """A URL that stands for a page already claimed. Variants that differ only by fragment are the
+        same request and are not worth a report entry."""
+        try:
+            pid = page_id(url)
+        except ValueError:
+            return
+        first = self.claimed.get(pid)
+        if first is not None and not redirect and url.split("#", 1)[0] == first.split("#", 1)[0]:
+            return
+        reason = "redirectDuplicate" if redirect else "duplicate"
+        self.stat(f"pages_refused/{reason}")
+        self.ledger.record(self.key(url), "skipped", reason, url=url, detail=f"same page as {first}" if first else None)
+
+    def take_page_slot(self) -> bool:
+        """Count a page against max_pages; False once the budget is spent (the frontier is then cut)."""
+        limit = self.scope.max_pages
+        if limit is not None and self.scheduled_pages >= limit:
+            self.frontier_cut = f"max_pages {limit} reached"
+            return False
+        self.scheduled_pages += 1
+        self.stat("pages_scheduled")
+        return True
+
+    # page outcomes ---------------------------------------------------------------------------------
+
+    def page_processed(self, key: str, change: str, fetched_at: str, **details: Any) -> None:
+        self.stat(f"pages_{change}")
+        self.ledger.record(key, "success", change, fetched_at=fetched_at, **details)
+
+    async def page_unchanged(self, pid: str, key: str, *, etag: str | None, last_modified: str | None,
+                             http_status: int | None, fetched_at: str, **details: Any) -> None:
+        self.reached.add(pid)
+        self.page_processed(key, "unchanged", fetched_at, pageId=pid, **details)
+        self._seen.append(PageSeen(pid, etag, last_modified, http_status, utcnow()))
+        if len(self._seen) >= self.config.seen_flush_size:
+            await self.flush()
+
+    async def commit_page(self, write: PageWrite) -> None:
+        assert self.store is not None and self.source is not None
+        await self.db(self.store.commit_page, self.source.id, write)
+
+    def page_failed(self, url: str, reason: str, detail: str, *, http_status: int | None = None,
+                    pid: str | None = None, fetched_at: str | None = None, **details: Any) -> None:
+        """A page that could not be fetched or parsed. It is not an orphan; 410 and repeated 404s of a
+        page the index holds retire it at a clean close (DESIGN rule 4)."""
+        pid = pid or page_id(url)
+        self.reached.add(pid)
+        self.stat("pages_failed")
+        key = self.key(url)
+        prev = self.known.get(pid)
+        not_found = http_status == 404
+        if prev is not None and prev.status == "active":
+            if http_status == 410:
+                self.retire[pid] = key
+            elif not_found and prev.not_found_runs + 1 >= self.config.gone_after:
+                self.retire[pid] = key
+        self.ledger.record(key, "failed", reason, fetched_at=fetched_at, url=url, detail=detail,
+                           httpStatus=http_status, pageId=pid, **details)
+        self._failures.append(
+            PageFailure(pid, url, self.scope.relative_path(url), http_status, detail, utcnow(), not_found)
+        )
+
+    async def flush(self) -> None:
+        """Write buffered seen-marks and failures to the state database."""
+        if self.store is None or self.source is None:
+            return
+        seen, self._seen = self._seen, []
+        failures, self._failures = self._failures, []
+        if seen:
+            await self.db(self.store.mark_seen, self.source.id, self.run_id, seen)
+        if failures:
+            await self.db(self.store.record_failures, self.source.id, self.run_id, failures)
+
+    # close -----------------------------------------------------------------------------------------
+
+    def _result(self, reason: str) -> tuple[str, str | None]:
+        if reason != "finished" or self.open_error:
+            return "aborted", self.open_error or f"closed with reason {reason}"
+        failed = self.ledger.count("failed")
+        if failed:
+            return "partial", f"{failed} URL(s) failed"
+        return "success", None
+
+    def _removal_gate(self, reason: str) -> str | None:
+        """Why orphans must not be removed this run (DESIGN rule 3), or None when they may be."""
+        if reason != "finished":
+            return f"the crawl closed with reason {reason}"
+        if self.frontier_cut:
+            return f"the frontier was cut short ({self.frontier_cut})"
+        if self.stored_scope is not None and self.scope.narrower_than(self.stored_scope):
+            return "this run narrowed the source's scope with one-time overrides"
+        if self.counters.get("start_error"):
+            return "discovery did not complete"
+        return None
+
+    async def _remove(self, page_ids: list[str]) -> int:
+        """Retire pages: their chunks go first (pages_retiring handlers), then their state rows."""
+        assert self.store is not None and self.source is not None
+        if not page_ids:
+            return 0
+        results = await self.crawler.signals.send_catch_log_async(pages_retiring, page_ids=page_ids, run=self)
+        failures = [r for _, r in results if isinstance(r, BaseException) or type(r).__name__ == "Failure"]
+        if failures:
+            logger.error("Not removing %d pages: a pages_retiring handler failed: %s", len(page_ids), failures[0])
+            return 0
+        return await self.db(self.store.mark_removed, self.source.id, page_ids, self.run_id, utcnow())
+
+    async def _spider_closed(self, spider: Any, reason: str) -> None:
+        try:
+            await self.close(reason)
+        finally:
+            if self.store is not None:
+                self.store.close()
+            if self._pool is not None:
+                self._pool.stop()
+
+    async def close(self, reason: str) -> dict[str, Any] | None:
+        if not self.opened:
+            logger.error("Run %s did not open (%s); nothing was stored", self.run_id, self.open_error or reason)
+            return None
+        assert self.store is not None and self.source is not None
+        await self.flush()
+        now = utcnow()
+        removal: dict[str, Any] = {"performed": False, "reason": "", "candidates": 0, "removed": 0,
+                                   "refusedByCap": False, "retired": 0}
+        gate = self._removal_gate(reason)
+        active = {pid: rec for pid, rec in self.known.items() if rec.status == "active"}
+        orphans = sorted(pid for pid in active if pid not in self.reached)
+        removal["candidates"] = len(orphans)
+        if gate is not None:
+            removal["reason"] = f"no removal: {gate}"
+        else:
+            retire = sorted(self.retire)
+            to_remove = orphans
+            share = len(orphans) / len(active) if active else 0.0
+            if orphans and share > self.config.max_delete_ratio and not self.config.force_delete:
+                removal["refusedByCap"] = True
+                removal["reason"] = (
+                    f"refused: {len(orphans)} of {len(active)} pages ({share:.0%}) would be removed, over "
+                    f"DOCSCRAPER_MAX_DELETE_RATIO={self.config.max_delete_ratio}; set DOCSCRAPER_FORCE_DELETE=1 "
+                    "to remove them"
+                )
+                logger.warning("Orphan removal %s", removal["reason"])
+                to_remove = []
+            removed = await self._remove(to_remove + retire)
+            removal["performed"] = True
+            removal["removed"] = removed
+            removal["retired"] = len(retire)
+            removal["reason"] = removal["reason"] or "clean finish: pages not reached this run were removed"
+            for pid in to_remove:
+                rec = active[pid]
+                self.ledger.record(rec.rel_path or self.key(rec.url), "success", "removed",
+                                   fetched_at=None, url=rec.url, pageId=pid, detail="not reached this run")
+            for pid in retire:
+                rec = active[pid]
+                self.ledger.record(self.retire[pid], "success", "removed", fetched_at=_iso(now), url=rec.url,
+                                   pageId=pid, detail="gone (410, or 404 on consecutive runs)")
+            self.stat("pages_removed", len(to_remove) + len(retire))
+        result, result_reason = self._result(reason)
+        items = self.ledger.items
+        scrapy_stats = {k: v for k, v in (self.crawler.stats.get_stats() if self.crawler.stats else {}).items()}
+        report: dict[str, Any] = {
+            "schemaVersion": 1,
+            "runId": self.run_id,
+            "source": self.source.name,
+            "seedUrl": self.seed_url,
+            "scopePrefix": self.scope.prefix,
+            "startedAt": _iso(self.started_at),
+            "lastUpdate": _iso(now),
+            "durationSeconds": round((now - self.started_at).total_seconds(), 3),
+            "closeReason": reason,
+            "result": result,
+            "resultReason": result_reason,
+            "full": self.args.full,
+            "scope": self.scope.as_dict(),
+            "scopeOverrides": sorted(self.args.overrides),
+            "frontierCut": self.frontier_cut,
+            "removal": removal,
+            "discovery": self.discovery,
+            "stats": summarize(items),
+            "counters": dict(sorted(self.counters.items())),
+            "scrapy": {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in sorted(scrapy_stats.items())},
+            "items": dict(sorted(items.items())),
+        }
+        path = write_report(self.config.runs_dir, self.source.name, self.run_id, report)
+        summary = {k: v for k, v in report["stats"].items()}
+        await self.db(
+            self.store.finish_run,
+            RunRecord(self.run_id, self.source.id, self.started_at, now, reason, result, summary, str(path)),
+        )
+        logger.info("Run %s %s: %s; report %s", self.run_id, result, _brief(report["stats"]), path)
+        return report
+
+
+def _brief(stats: dict[str, int]) -> str:
+    keys = ("success.new", "success.changed", "success.unchanged", "success.removed", "skipped", "failed")
+    return ", ".join(f"{k} {stats.get(k, 0)}" for k in keys)
+
+
+def iter_active(known: dict[str, PageRecord]) -> Iterable[PageRecord]:
+    return (rec for rec in known.values() if rec.status == "active")

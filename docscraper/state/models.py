@@ -1,0 +1,79 @@
+"""SQLAlchemy table definitions of the state database.
+
+The schema is owned by the Alembic migrations in ``migrations/versions``; these tables are what the
+newest migration produces, and a test checks that they agree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["Base", "CrawlRunRow", "PageRow", "SourceRow"]
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class SourceRow(Base):
+    __tablename__ = "sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    scope: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    registered: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class PageRow(Base):
+    __tablename__ = "pages"
+
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+    page_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    canonical_url: Mapped[str | None] = mapped_column(Text)
+    rel_path: Mapped[str | None] = mapped_column(Text)
+    # active: indexed and present; failed: never fetched successfully; removed: gone from the site
+    status: Mapped[str] = mapped_column(String(16), nullable=False)
+    content_hash: Mapped[str | None] = mapped_column(String(64))
+    etag: Mapped[str | None] = mapped_column(Text)
+    last_modified: Mapped[str | None] = mapped_column(Text)
+    http_status: Mapped[int | None] = mapped_column(Integer)
+    title: Mapped[str | None] = mapped_column(Text)
+    finder: Mapped[str | None] = mapped_column(String(16))
+    depth: Mapped[int | None] = mapped_column(Integer)
+    content_type: Mapped[str | None] = mapped_column(Text)
+    first_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_seen: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_changed: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_run_id: Mapped[str | None] = mapped_column(String(64))
+    failure_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    not_found_runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    chunk_count: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_pages_source_status", "source_id", "status"),)
+
+
+class CrawlRunRow(Base):
+    __tablename__ = "runs"
+
+    run_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), nullable=False)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    heartbeat_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    close_reason: Mapped[str | None] = mapped_column(String(64))
+    result: Mapped[str | None] = mapped_column(String(16))
+    args: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
+    summary: Mapped[dict | None] = mapped_column(JSON)
+    report_path: Mapped[str | None] = mapped_column(Text)
+    host: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+
+    __table_args__ = (Index("ix_runs_source_started", "source_id", "started_at"),)

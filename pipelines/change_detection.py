@@ -1,0 +1,72 @@
+"""Change detection: hash each page's Markdown against the state table; drop what did not change.
+
+``ChangeDetectionPipeline`` sets ``metadata.content_hash`` (SHA-256 of the normalized Markdown) and
+``metadata.change`` (``new``, ``changed`` or ``unchanged``). An unchanged page is marked seen and
+dropped with ``DropItem`` at DEBUG level: no chunking, no embedding, no index write (DESIGN rule 2).
+With ``-a full=1`` unchanged pages go on down the pipeline and are reported with ``forced: true``.
+
+Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (default on). Stats: ``docscraper/pages_unchanged``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import DropItem, NotConfigured
+
+from docscraper.extraction import normalize_markdown
+from docscraper.items import PageItem
+from docscraper.run import run_for
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["ChangeDetectionPipeline", "content_hash"]
+
+logger = logging.getLogger(__name__)
+
+
+def content_hash(markdown: str) -> str:
+    return hashlib.sha256(normalize_markdown(markdown).encode("utf-8")).hexdigest()
+
+
+class ChangeDetectionPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ChangeDetectionPipeline:
+        if not crawler.settings.getbool("DOCSCRAPER_CHANGE_DETECTION_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
+
+    async def process_item(self, item: object) -> object:
+        run = run_for(self.crawler)
+        if run is None or not isinstance(item, PageItem):
+            return item
+        meta = item.metadata
+        meta.content_hash = content_hash(item.markdown)
+        previous = run.known.get(meta.page_id)
+        if previous is None or previous.status != "active" or not previous.content_hash:
+            meta.change = "new"
+        elif previous.content_hash != meta.content_hash:
+            meta.change = "changed"
+        else:
+            meta.change = "unchanged"
+        if meta.change == "unchanged" and not run.args.full:
+            await run.page_unchanged(
+                meta.page_id,
+                meta.path,
+                etag=meta.etag,
+                last_modified=meta.last_modified,
+                http_status=meta.http_status,
+                fetched_at=meta.fetched_at,
+                url=item.url,
+                finder=meta.finder,
+                depth=meta.depth,
+                httpStatus=meta.http_status,
+            )
+            raise DropItem(f"unchanged: {item.url}", log_level="DEBUG")
+        return item

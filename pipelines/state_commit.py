@@ -1,0 +1,76 @@
+"""State commit: the last pipeline; writes the page's state row once everything before it succeeded.
+
+DESIGN rule 1: the index is written first, the state row (hash, validators, status) last, so a crash
+leaves the state behind the index and the next run redoes the page. An item that fails in an earlier
+pipeline never reaches this one: :meth:`StateCommitPipeline.item_error` records it as a failed page.
+
+Settings: none. Stats: ``docscraper/pages_new``, ``docscraper/pages_changed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+
+from docscraper.items import PageItem
+from docscraper.run import run_for
+from docscraper.state import PageWrite
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["StateCommitPipeline"]
+
+logger = logging.getLogger(__name__)
+
+
+class StateCommitPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StateCommitPipeline:
+        pipeline = cls(crawler)
+        crawler.signals.connect(pipeline.item_error, signal=signals.item_error)
+        return pipeline
+
+    async def process_item(self, item: object) -> object:
+        run = run_for(self.crawler)
+        if run is None or not isinstance(item, PageItem):
+            return item
+        meta = item.metadata
+        await run.commit_page(
+            PageWrite(
+                page_id=meta.page_id,
+                url=item.url,
+                canonical_url=meta.canonical_url,
+                rel_path=meta.path,
+                content_hash=meta.content_hash,
+                etag=meta.etag,
+                last_modified=meta.last_modified,
+                http_status=meta.http_status,
+                title=item.title,
+                finder=meta.finder,
+                depth=meta.depth,
+                content_type=meta.content_type,
+                fetched_at=datetime.fromisoformat(meta.fetched_at.replace("Z", "+00:00")),
+                run_id=run.run_id,
+                chunk_count=meta.chunk_count,
+            )
+        )
+        run.reached.add(meta.page_id)
+        forced = meta.change == "unchanged" or None
+        run.page_processed(meta.path, meta.change, meta.fetched_at, url=item.url, finder=meta.finder,
+                           depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced)
+        return item
+
+    def item_error(self, item: Any, response: Any, spider: Any, failure: Any) -> None:
+        run = run_for(self.crawler)
+        if run is None or not isinstance(item, PageItem):
+            return
+        error = f"{failure.type.__name__}: {failure.getErrorMessage()}"
+        logger.error("Page %s was not indexed: %s", item.url, error)
+        run.page_failed(item.url, "error", error, pid=item.metadata.page_id, fetched_at=item.metadata.fetched_at)

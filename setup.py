@@ -1,0 +1,13 @@
+"""Packaging for Scrapyd: ``scrapyd-deploy`` builds an egg of the project from this file."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="docscraper",
+    version="0.1.0",
+    packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
+    package_data={"docscraper": ["schema/*.json", "state/migrations/*.mako"]},
+    include_package_data=True,
+    entry_points={"scrapy": ["settings = settings"]},
+    python_requires=">=3.11",
+)

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, inspect, text
+
+from docscraper.state import (
+    PageFailure,
+    PageSeen,
+    PageWrite,
+    RunRecord,
+    SqlStateStore,
+    StateError,
+    migrate,
+    utcnow,
+)
+from docscraper.state.models import Base
+from docscraper.state.store import _alembic_config
+
+
+def write(pid: str, content_hash: str, run_id: str = "r1", etag: str | None = None) -> PageWrite:
+    return PageWrite(pid, f"https://h/{pid}", None, pid, content_hash, etag, None, 200, pid.title(), "link", 1,
+                     "text/html", utcnow(), run_id)
+
+
+@pytest.fixture
+def store() -> SqlStateStore:
+    s = SqlStateStore("sqlite://")
+    yield s
+    s.close()
+
+
+def test_source_is_created_once(store: SqlStateStore) -> None:
+    a = store.ensure_source("docs", "https://h/", {"prefix": "https://h/"})
+    b = store.ensure_source("docs", "https://other/", {"prefix": "https://other/"})
+    assert a == b and a.url == "https://h/"
+    assert store.get_source("docs") == a
+    assert store.find_source_by_url("https://h/") == a
+    assert store.get_source("missing") is None
+
+
+def test_commit_seen_fail_remove_cycle(store: SqlStateStore) -> None:
+    src = store.ensure_source("docs", "https://h/", {})
+    store.commit_page(src.id, write("a", "h1", etag='"e1"'))
+    store.commit_page(src.id, write("a", "h2", run_id="r2"))
+    pages = store.load_pages(src.id)
+    assert pages["a"].content_hash == "h2" and pages["a"].status == "active"
+    store.mark_seen(src.id, "r3", [PageSeen("a", '"e3"', "Mon, 01 Jan 2026 00:00:00 GMT", 200, utcnow())])
+    assert store.load_pages(src.id)["a"].etag == '"e3"'
+    # a 304 keeps the stored validators
+    store.mark_seen(src.id, "r4", [PageSeen("a", None, None, 304, utcnow())])
+    assert store.load_pages(src.id)["a"].etag == '"e3"'
+    store.record_failures(src.id, "r5", [PageFailure("a", "https://h/a", "a", 404, "HTTP 404", utcnow(), True)])
+    store.record_failures(src.id, "r6", [PageFailure("a", "https://h/a", "a", 404, "HTTP 404", utcnow(), True)])
+    page = store.load_pages(src.id)["a"]
+    assert (page.failure_count, page.not_found_runs, page.status, page.content_hash) == (2, 2, "active", "h2")
+    store.record_failures(src.id, "r7", [PageFailure("b", "https://h/b", "b", 500, "HTTP 500", utcnow())])
+    assert store.load_pages(src.id)["b"].status == "failed"
+    assert store.mark_removed(src.id, ["a", "zzz"], "r8", utcnow()) == 1
+    assert store.load_pages(src.id)["a"].status == "removed"
+
+
+def test_runs(store: SqlStateStore) -> None:
+    src = store.ensure_source("docs", "https://h/", {})
+    started = utcnow()
+    store.start_run(RunRecord("run-1", src.id, started, None, None, None, args={"full": False}), host="x", pid=1)
+    store.start_run(RunRecord("run-2", src.id, started + timedelta(seconds=5), None, None, None))
+    store.finish_run(RunRecord("run-1", src.id, started, utcnow(), "finished", "success", {"success": 3}, "/r.json"))
+    runs = store.last_runs(src.id)
+    assert [r.run_id for r in runs] == ["run-2", "run-1"]
+    assert runs[1].result == "success" and runs[1].summary == {"success": 3} and runs[1].args == {"full": False}
+    assert runs[0].finished_at is None
+
+
+def test_every_revision_upgrades_to_head_keeping_data(tmp_path: Path) -> None:
+    """A newer release opens an older database: each past revision migrates to head, rows intact."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        script = ScriptDirectory.from_config(_alembic_config(conn))
+        revisions = [r.revision for r in script.walk_revisions()]
+    assert revisions, "no migrations found"
+    for revision in reversed(revisions):
+        path = tmp_path / f"db-{revision}.db"
+        old = create_engine(f"sqlite:///{path}")
+        migrate(old, revision)
+        with old.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO sources (name, url, scope, registered, created_at, updated_at) "
+                "VALUES ('old', 'https://h/', '{}', 0, '2026-01-01 00:00:00', '2026-01-01 00:00:00')"
+            ))
+        old.dispose()
+        store = SqlStateStore(f"sqlite:///{path}")
+        assert store.get_source("old") is not None
+        store.close()
+
+
+def test_models_match_migrations(tmp_path: Path) -> None:
+    engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
+    migrate(engine)
+    inspector = inspect(engine)
+    for table in Base.metadata.sorted_tables:
+        migrated = {c["name"] for c in inspector.get_columns(table.name)}
+        assert migrated == {c.name for c in table.columns}, table.name
+
+
+def test_unreachable_database_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(StateError, match="cannot open state database"):
+        SqlStateStore(f"sqlite:///{blocker}/sub/state.db")
+
+
+def test_corrupt_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StateError, match="cannot open state database"):
+        SqlStateStore(f"sqlite:///{path}")
