@@ -7,7 +7,7 @@ the items that leave the pipelines, so an incremental crawl exports its new and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["PageItem", "PageMetadata"]
 
@@ -30,6 +30,7 @@ class PageMetadata:
     content_hash: str = ""         # SHA-256 of the Markdown, set by the change detector
     change: str = ""               # new | changed | unchanged, set by the change detector
     chunk_count: int | None = None  # set by the vector index pipeline, when enabled
+    links: list[str] = field(default_factory=list)  # outgoing links, fragment-free
 
 
 @dataclass

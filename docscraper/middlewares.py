@@ -85,7 +85,7 @@ class PageDupeFilter(RFPDupeFilter):
             return
         redirect_urls = request.meta.get("redirect_urls")
         if redirect_urls:
-            run.note_duplicate(redirect_urls[0], redirect=True)
+            run.note_duplicate(redirect_urls[0], redirect=True, of=request.url)
         else:
             run.note_duplicate(request.url)
 
@@ -119,7 +119,7 @@ class RedirectScopeMiddleware:
         holder = run.claimed.get(target)
         if holder is not None and page_id(holder) != request.meta["docscraper_page_id"]:
             request.meta["docscraper_refused"] = True
-            run.note_duplicate(origin, redirect=True)
+            run.note_duplicate(origin, redirect=True, of=holder)
             raise IgnoreRequest(f"redirect to a page already claimed: {origin} -> {request.url}")
         run.claimed.setdefault(target, request.url)
         return None

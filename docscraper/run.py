@@ -26,7 +26,6 @@ from urllib.parse import urlsplit
 from scrapy import signals
 from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import reactor
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
@@ -97,6 +96,7 @@ class CrawlRun:
         self.stored_scope: Scope | None = None
         self.seed_url: str = args.source if args.is_url else ""
         self.known: dict[str, PageRecord] = {}
+        self._known_by_fetch: dict[str, PageRecord] = {}
         self.claimed: dict[str, str] = {}
         self.emitted: set[str] = set()
         self.reached: set[str] = set()
@@ -113,10 +113,12 @@ class CrawlRun:
 
     # threads ---------------------------------------------------------------------------------------
 
-    async def db(self, func: Callable[..., T], *args: Any) -> T:
+    async def db(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking state call on the run's single writer thread."""
+        from twisted.internet import reactor  # imported late: importing it installs a reactor
+
         assert self._pool is not None, "the run is not open"
-        result: T = await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, func, *args))
+        result: T = await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, func, *args, **kwargs))
         return result
 
     # lifecycle -------------------------------------------------------------------------------------
@@ -128,6 +130,10 @@ class CrawlRun:
             self.open_error = str(exc)
             logger.error("%s", exc)
             raise CloseSpider("state_unavailable" if isinstance(exc, StateError) else "unknown_source") from exc
+        except Exception as exc:
+            self.open_error = f"{exc.__class__.__name__}: {exc}"
+            logger.exception("Cannot open the run")
+            raise CloseSpider("open_failed") from exc
 
     async def open(self) -> None:
         self._pool = ThreadPool(minthreads=1, maxthreads=1, name="docscraper-state")
@@ -155,11 +161,13 @@ class CrawlRun:
         self.stored_scope = self._scope_from_record(stored)
         self.scope = self._scope_from_args(base=self.stored_scope)
         self.known = await self.db(store.load_pages, stored.id)
+        # A page stored under its canonical URL is requested under the URL that was fetched.
+        self._known_by_fetch = {page_id(rec.url): rec for rec in self.known.values()}
         await self.db(
             store.start_run,
             RunRecord(self.run_id, stored.id, self.started_at, None, None, None, args=self._args_dict()),
-            socket.gethostname(),
-            os.getpid(),
+            host=socket.gethostname(),
+            pid=os.getpid(),
         )
         self.opened = True
         logger.info(
@@ -210,6 +218,10 @@ class CrawlRun:
     def key(self, url: str) -> str:
         return self.scope.key(url)
 
+    def lookup(self, pid: str) -> PageRecord | None:
+        """What the state holds for the page a request's URL stands for (by id, or by fetched URL)."""
+        return self.known.get(pid) or self._known_by_fetch.get(pid)
+
     def stat(self, name: str, count: int = 1) -> None:
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(f"docscraper/{name}", count)
@@ -227,19 +239,20 @@ class CrawlRun:
         self.claimed[pid] = alias_of or url
         return pid
 
-    def note_duplicate(self, url: str, *, redirect: bool = False) -> None:
-        """A URL that stands for a page already claimed. Variants that differ only by fragment are the
-        same request and are not worth a report entry."""
+    def note_duplicate(self, url: str, *, redirect: bool = False, of: str | None = None) -> None:
+        """Record a URL that stands for a page already claimed (*of*, when known), under the key of the
+        URL as written. Variants that differ only by a fragment are the same request: not recorded."""
         try:
             pid = page_id(url)
         except ValueError:
             return
-        first = self.claimed.get(pid)
-        if first is not None and not redirect and url.split("#", 1)[0] == first.split("#", 1)[0]:
+        first = of or self.claimed.get(pid)
+        key = self.scope.raw_key(url)
+        if first is not None and not redirect and key == self.scope.raw_key(first):
             return
         reason = "redirectDuplicate" if redirect else "duplicate"
         self.stat(f"pages_refused/{reason}")
-        self.ledger.record(self.key(url), "skipped", reason, url=url, detail=f"same page as {first}" if first else None)
+        self.ledger.record(key, "skipped", reason, url=url, detail=f"same page as {first}" if first else None)
 
     def take_page_slot(self) -> bool:
         """Count a page against max_pages; False once the budget is spent (the frontier is then cut)."""
@@ -258,10 +271,12 @@ class CrawlRun:
         self.ledger.record(key, "success", change, fetched_at=fetched_at, **details)
 
     async def page_unchanged(self, pid: str, key: str, *, etag: str | None, last_modified: str | None,
-                             http_status: int | None, fetched_at: str, **details: Any) -> None:
+                             http_status: int | None, fetched_at: str, links: list[str] | None = None,
+                             **details: Any) -> None:
         self.reached.add(pid)
         self.page_processed(key, "unchanged", fetched_at, pageId=pid, **details)
-        self._seen.append(PageSeen(pid, etag, last_modified, http_status, utcnow()))
+        self._seen.append(PageSeen(pid, etag, last_modified, http_status, utcnow(),
+                                   None if links is None else tuple(links)))
         if len(self._seen) >= self.config.seen_flush_size:
             await self.flush()
 

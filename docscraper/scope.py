@@ -83,6 +83,21 @@ class Scope:
             return None
         return f"{rel}?{parts.query}" if parts.query else rel
 
+    def raw_key(self, url: str) -> str:
+        """The report key of a URL *as written* (fragment dropped): duplicates are recorded under the
+        variant that was refused (``guide/x.html?utm_source=a``), not under the page they duplicate."""
+        url = url.split("#", 1)[0]
+        parts = urlsplit(url)
+        scheme, netloc, prefix_path = self._prefix_parts
+        try:
+            norm = urlsplit(normalize_url(url))
+        except ValueError:
+            return url
+        if (norm.scheme, norm.netloc) == (scheme, netloc) and parts.path.startswith(prefix_path):
+            rel = parts.path[len(prefix_path):] or "./"
+            return f"{rel}?{parts.query}" if parts.query else rel
+        return url
+
     def key(self, url: str) -> str:
         """The stats report's key for *url*: its relative path when in the prefix, else the full URL."""
         rel = self.relative_path(url)

@@ -63,6 +63,7 @@ class ChangeDetectionPipeline:
                 last_modified=meta.last_modified,
                 http_status=meta.http_status,
                 fetched_at=meta.fetched_at,
+                links=meta.links,
                 url=item.url,
                 finder=meta.finder,
                 depth=meta.depth,

@@ -59,6 +59,7 @@ class StateCommitPipeline:
                 fetched_at=datetime.fromisoformat(meta.fetched_at.replace("Z", "+00:00")),
                 run_id=run.run_id,
                 chunk_count=meta.chunk_count,
+                links=tuple(meta.links),
             )
         )
         run.reached.add(meta.page_id)

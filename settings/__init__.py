@@ -55,6 +55,10 @@ ITEM_PIPELINES = {
 }
 DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"
 
+# A crawler of other people's sites opens no ports of its own.
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+
 # -- output -----------------------------------------------------------------------------------------
 LOG_LEVEL = os.environ.get("DOCSCRAPER_LOG_LEVEL", "INFO")
 FEED_EXPORT_ENCODING = "utf-8"

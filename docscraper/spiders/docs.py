@@ -119,6 +119,8 @@ class DocsSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[Any]:
         run = self.run
+        if not run.opened:
+            return
         seed = run.seed_url
         candidates: dict[str, _Candidate] = {}
 
@@ -139,33 +141,37 @@ class DocsSpider(scrapy.Spider):
         if urlsplit(seed).scheme in ("http", "https"):
             robots = await self._fetch(urljoin(seed, "/robots.txt"), "robots.txt")
             robots_text = robots.text if isinstance(robots, TextResponse) else ""
-            llms_links, llms_items = await self._discover_llms(offer)
+            llms_links, llms_items, section_links = await self._discover_llms()
             for link in llms_links:
                 offer(link, "llms", 1)
             if run.config.discovery_sitemaps:
                 for url in await self._discover_sitemaps(robots_text):
                     offer(url, "sitemap", 1)
+            # Links inside llms-full sections stand for links on those (unfetched) pages.
+            for link in section_links:
+                offer(link, "link", 2)
         # The seed is depth 0 whoever listed it.
         seed_pid = page_id(seed)
         seed_finder = candidates.pop(seed_pid).finder if seed_pid in candidates else "link"
+        # Claim every discovered page before the first request goes out: the engine reads start()
+        # lazily, and a link found on the seed must not claim a page a sitemap listed.
+        requests = [self._page_request(seed, seed_finder, 0, seed=True)]
+        requests.extend(self._page_request(c.url, c.finder, c.depth) for c in candidates.values())
         for item in llms_items:
             yield item
-        request = self._page_request(seed, seed_finder, 0, seed=True)
-        if request is not None:
-            yield request
-        for cand in candidates.values():
-            request = self._page_request(cand.url, cand.finder, cand.depth)
+        for request in requests:
             if request is not None:
                 yield request
 
-    async def _discover_llms(self, offer: Any) -> tuple[list[str], list[PageItem]]:
-        """llms.txt links and llms-full.txt items (mapped sections, claimed so they are not fetched)."""
+    async def _discover_llms(self) -> tuple[list[str], list[PageItem], list[str]]:
+        """llms.txt links, llms-full.txt items (mapped sections, claimed so they are not fetched) and the
+        links inside those sections."""
         run = self.run
         info: dict[str, Any] = {}
         run.discovery["llms"] = info_llms = {"url": None, "links": 0}
         run.discovery["llms-full"] = info
         if not run.config.discovery_llms and not run.args.llms_txt:
-            return [], []
+            return [], [], []
         found: dict[str, tuple[str, str]] = {}
         candidates = llms_candidates(run.seed_url)
         if run.args.llms_txt:
@@ -187,6 +193,7 @@ class DocsSpider(scrapy.Spider):
                 if link.title:
                     titles.setdefault(link.title, link.url)
         items: list[PageItem] = []
+        section_links: list[str] = []
         if "llms-full" in found:
             url, text = found["llms-full"]
             split = split_llms_full(text, url, titles)
@@ -208,19 +215,18 @@ class DocsSpider(scrapy.Spider):
                     continue
                 mapped += 1
                 extracted = extract_markdown(section.markdown, section.url)
-                items.append(self._item(section.url, extracted, pid=pid, finder="llms-full", depth=1,
+                items.append(self._item(section.url, extracted, pid=pid, key=run.key(section.url),
+                                        finder="llms-full", depth=1,
                                         http_status=200, content_type="text/markdown", etag=None,
                                         last_modified=None, fetched_at=fetched_at))
-                for link in parse_llms_txt(section.markdown, section.url):
-                    links_from_section = link.url
-                    offer(links_from_section, "link", 2)
+                section_links.extend(link.url for link in parse_llms_txt(section.markdown, section.url))
             info.update(url=url, sections=len(split.sections), mapped=mapped, problem=split.problem)
             run.counters["llms_full_pages"] = mapped
             if split.problem:
                 logger.info("llms-full.txt %s: %s; the rest is crawled", url, split.problem)
         else:
             info.update(url=None, sections=0, mapped=0, problem="no llms-full.txt found")
-        return links, items
+        return links, items, section_links
 
     async def _discover_sitemaps(self, robots_text: str) -> list[str]:
         run = self.run
@@ -305,7 +311,9 @@ class DocsSpider(scrapy.Spider):
         key = run.key(url)
         meta = _meta(pid, finder, depth, key, docscraper_discovery_only=discovery_only)
         headers: dict[str, str] = {}
-        known = run.known.get(pid)
+        known = run.lookup(pid)
+        if known is not None and known.page_id != pid:
+            run.claimed.setdefault(known.page_id, url)  # the canonical page this URL was stored under
         if known is not None and known.status == "active" and known.content_hash and not run.args.full:
             if known.etag:
                 headers["If-None-Match"] = known.etag
@@ -318,7 +326,7 @@ class DocsSpider(scrapy.Spider):
 
     # responses -------------------------------------------------------------------------------------
 
-    def _item(self, url: str, extracted: Extracted, *, pid: str, finder: str, depth: int,
+    def _item(self, url: str, extracted: Extracted, *, pid: str, key: str, finder: str, depth: int,
               http_status: int | None, content_type: str | None, etag: str | None,
               last_modified: str | None, fetched_at: str) -> PageItem:
         return PageItem(
@@ -328,7 +336,7 @@ class DocsSpider(scrapy.Spider):
             metadata=PageMetadata(
                 page_id=pid,
                 source=self.run.source.name if self.run.source else "",
-                path=self.run.key(url),
+                path=key,
                 canonical_url=extracted.canonical_url,
                 language=extracted.language,
                 description=extracted.description,
@@ -355,6 +363,15 @@ class DocsSpider(scrapy.Spider):
         if response.status == 304:
             run.counters["not_modified"] += 1
             run.stat("not_modified")
+            known = run.lookup(pid)
+            if known is None:  # a 304 to a request that sent no validators: nothing to go on
+                run.page_failed(response.url, "httpError", "HTTP 304 without a stored copy", pid=pid,
+                                http_status=304, fetched_at=fetched_at)
+                return
+            # No body: the links stored from the page's last full fetch lead the crawl on.
+            for request in self._follow(list(known.links), depth):
+                yield request
+            pid, key = known.page_id, known.rel_path or key
             await run.page_unchanged(pid, key, etag=None, last_modified=None, http_status=304,
                                      fetched_at=fetched_at, url=response.url, finder=finder, depth=depth,
                                      httpStatus=304)
@@ -381,7 +398,8 @@ class DocsSpider(scrapy.Spider):
             run.page_failed(response.url, "parseError", f"{exc.__class__.__name__}: {exc}", pid=pid,
                             http_status=response.status, fetched_at=fetched_at)
             return
-        for request in self._follow(response, extracted, depth, is_markdown):
+        links = self._links(response, extracted, is_markdown)
+        for request in self._follow(links, depth):
             yield request
         if meta.get("docscraper_discovery_only"):
             run.refuse(response.url, Refusal("outOfScope", "seed fetched for its links only (allow/block)"))
@@ -392,12 +410,12 @@ class DocsSpider(scrapy.Spider):
             if canonical_pid != pid:
                 if canonical_pid in run.emitted:
                     run.reached.add(pid)
-                    run.note_duplicate(response.url)
+                    run.note_duplicate(response.url, of=canonical)
                     return
                 run.claimed.setdefault(canonical_pid, canonical)
                 pid, key = canonical_pid, run.key(canonical)
         if pid in run.emitted:
-            run.note_duplicate(response.url)
+            run.note_duplicate(response.url, of=run.claimed.get(pid))
             return
         run.emitted.add(pid)
         if not extracted.markdown.strip():
@@ -405,10 +423,11 @@ class DocsSpider(scrapy.Spider):
             run.counters["empty_pages"] += 1
             logger.warning("%s: %s", response.url, detail)
         headers = response.headers
-        yield self._item(
-            canonical if key != run.key(response.url) and canonical else response.url,
+        item = self._item(
+            response.url,
             extracted,
             pid=pid,
+            key=key,
             finder=finder,
             depth=depth,
             http_status=response.status,
@@ -417,9 +436,11 @@ class DocsSpider(scrapy.Spider):
             last_modified=headers.get(b"Last-Modified", b"").decode("latin-1") or None,
             fetched_at=fetched_at,
         )
+        item.metadata.links = links
+        yield item
 
-    def _follow(self, response: Response, extracted: Extracted, depth: int, is_markdown: bool) -> list[Request]:
-        run = self.run
+    def _links(self, response: Response, extracted: Extracted, is_markdown: bool) -> list[str]:
+        """Fragment-free http(s) links of a page, in order, without repeats."""
         if is_markdown:
             urls = [link.url for link in parse_llms_txt(extracted.markdown, response.url)]
         elif isinstance(response, TextResponse):
@@ -430,11 +451,12 @@ class DocsSpider(scrapy.Spider):
                 urls = []
         else:
             urls = []
+        return list(dict.fromkeys(strip_fragment(u) for u in urls if is_http_url(u)))
+
+    def _follow(self, urls: list[str], depth: int) -> list[Request]:
+        run = self.run
         requests = []
         for url in urls:
-            url = strip_fragment(url)
-            if not is_http_url(url):
-                continue
             try:
                 pid = page_id(url)
             except ValueError:

@@ -56,6 +56,8 @@ class PageRow(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     not_found_runs: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     chunk_count: Mapped[int | None] = mapped_column(Integer)
+    # outgoing links (fragment-free URLs) seen on the page's last full fetch; followed again on a 304
+    links: Mapped[list[str] | None] = mapped_column(JSON)
 
     __table_args__ = (Index("ix_pages_source_status", "source_id", "status"),)
 

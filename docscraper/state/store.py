@@ -85,6 +85,7 @@ class PageRecord:
     failure_count: int = 0
     not_found_runs: int = 0
     chunk_count: int | None = None
+    links: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,17 +107,19 @@ class PageWrite:
     fetched_at: datetime
     run_id: str
     chunk_count: int | None = None
+    links: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class PageSeen:
-    """An unchanged page: only its validators and last-seen marks move."""
+    """An unchanged page: only its validators, links and last-seen marks move."""
 
     page_id: str
     etag: str | None
     last_modified: str | None
     http_status: int | None
     seen_at: datetime
+    links: tuple[str, ...] | None = None  # None: not fetched (304), keep the stored links
 
 
 @dataclass(frozen=True)
@@ -173,6 +176,8 @@ def _alembic_config(connection: Any) -> Config:
 
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to *revision* (the newest by default); a no-op when it is there already."""
+    # Alembic reports every step at INFO; docscraper says once what it migrates.
+    logging.getLogger("alembic").setLevel(max(logging.getLogger("alembic").getEffectiveLevel(), logging.WARNING))
     with engine.begin() as connection:
         cfg = _alembic_config(connection)
         current = MigrationContext.configure(connection).get_current_revision()
@@ -276,9 +281,10 @@ class SqlStateStore:
                     PageRow.failure_count,
                     PageRow.not_found_runs,
                     PageRow.chunk_count,
+                    PageRow.links,
                 ).where(PageRow.source_id == source_id)
             )
-            return {row.page_id: PageRecord(*row) for row in rows}
+            return {row.page_id: PageRecord(*row[:-1], links=tuple(row.links or ())) for row in rows}
 
     def commit_page(self, source_id: int, page: PageWrite) -> None:
         values = {
@@ -301,6 +307,7 @@ class SqlStateStore:
             "last_error": None,
             "not_found_runs": 0,
             "chunk_count": page.chunk_count,
+            "links": list(page.links),
         }
         with self._session() as session, session.begin():
             stmt = _insert(self._dialect, PageRow).values(
@@ -328,6 +335,8 @@ class SqlStateStore:
                     changes["last_modified"] = seen.last_modified
                 if seen.http_status is not None and seen.http_status != 304:
                     changes["http_status"] = seen.http_status
+                if seen.links is not None:
+                    changes["links"] = list(seen.links)
                 session.execute(
                     update(PageRow)
                     .where(PageRow.source_id == source_id, PageRow.page_id == seen.page_id)

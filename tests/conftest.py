@@ -1,0 +1,81 @@
+"""Shared fixtures: the fixture documentation site on loopback, and whole crawls in a subprocess.
+
+Crawls run ``python -m scrapy crawl docs`` from the project root, exactly as a user would, with the
+data directory in ``tmp_path``. Each test gets its own copy of the site, so it may edit or delete pages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mockserver import DocsServer, copy_site
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[DocsServer]:
+    root = copy_site(tmp_path / "site")
+    with DocsServer(root).start() as server:
+        yield server
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    data_dir: Path
+
+    @property
+    def report(self) -> dict[str, Any]:
+        paths = sorted(self.data_dir.glob("runs/*/crawl-metadata.json"), key=lambda p: p.stat().st_mtime)
+        assert paths, f"no report written\n{self.stderr[-3000:]}"
+        report: dict[str, Any] = json.loads(paths[-1].read_text())
+        return report
+
+    @property
+    def stats(self) -> dict[str, int]:
+        stats: dict[str, int] = self.report["stats"]
+        return stats
+
+    def keys(self, status: str, reason: str | None = None) -> set[str]:
+        return {
+            key
+            for key, entry in self.report["items"].items()
+            if entry["status"] == status and (reason is None or entry["statusReason"] == reason)
+        }
+
+
+Crawl = Callable[..., CrawlResult]
+
+
+@pytest.fixture
+def crawl(tmp_path: Path) -> Crawl:
+    data_dir = tmp_path / "data"
+
+    def run(source: str, *args: str, settings: dict[str, str] | None = None, check: bool = True,
+            timeout: float = 300) -> CrawlResult:
+        command = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={source}"]
+        for arg in args:
+            command += ["-a", arg]
+        for name, value in (settings or {}).items():
+            command += ["-s", f"{name}={value}"]
+        env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", PYTHONWARNINGS="")
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        result = CrawlResult(proc.returncode, proc.stdout, proc.stderr, data_dir)
+        if check:
+            assert proc.returncode == 0, proc.stderr[-5000:]
+            assert "Traceback" not in proc.stderr, proc.stderr[-5000:]
+        return result
+
+    return run

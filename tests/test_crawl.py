@@ -1,0 +1,188 @@
+"""Whole crawls of the fixture site (tests/site, see its README for the expected counts)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from docscraper.report import load_schema, summarize
+from tests.conftest import Crawl, CrawlResult
+from tests.mockserver import DocsServer
+
+pytestmark = pytest.mark.crawl
+
+ALLOWED_PAGES = 34
+ARCHIVE_PAGES = 4
+
+
+def assert_valid(result: CrawlResult) -> dict:
+    report = result.report
+    jsonschema.validate(report, load_schema())
+    assert report["stats"] == summarize(report["items"])
+    run_report = result.data_dir / "runs" / report["source"] / f"{report['runId']}.json"
+    assert json.loads(run_report.read_text()) == report
+    return report
+
+
+def pages_table(result: CrawlResult) -> dict[str, tuple]:
+    db = sqlite3.connect(result.data_dir / "state.db")
+    rows = db.execute("SELECT rel_path, status, content_hash, finder, last_changed FROM pages").fetchall()
+    db.close()
+    return {row[0]: row[1:] for row in rows}
+
+
+def test_first_crawl_indexes_every_allowed_page_once(site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(result)
+    stats = report["stats"]
+    assert stats["success.new"] == ALLOWED_PAGES
+    assert stats["success.changed"] == stats["success.unchanged"] == stats["success.removed"] == 0
+    assert report["result"] == "partial"  # the 404, 410 and 500 routes
+    assert result.keys("failed") == {"missing-page.html", "retired.html", "flaky.html"}
+    assert result.keys("skipped", "robots") == {"private/secret.html"}
+    assert result.keys("skipped", "redirectDuplicate") == {"old-install.html"}
+    assert result.keys("skipped", "redirectOutOfScope") == {"moved-away.html"}
+    assert result.keys("skipped", "nonText") == {"_static/diagram.png", "downloads/manual.pdf"}
+    assert {
+        "getting-started/install.html?utm_source=newsletter",
+        "getting-started/index.html",
+        "guide/advanced/index.html",
+    } <= result.keys("skipped", "duplicate")
+    out = result.keys("skipped", "outOfScope")
+    assert f"{site.base_url}/blog" in out and "https://example.com/" in out
+    # who found each page first: llms-full > llms > sitemap > link (tests/site/README.md)
+    finders = Counter(e["finder"] for e in report["items"].values() if e["status"] == "success")
+    assert finders == {"llms-full": 4, "llms": 7, "sitemap": 20, "link": 3}
+    depths = {k: e["depth"] for k, e in report["items"].items() if e["status"] == "success"}
+    assert depths["./"] == 0
+    assert depths["guide/troubleshooting.html"] == 2  # faq.html (llms, depth 1) links it
+    assert depths["guide/advanced/plugins.html"] == 3
+    # nothing robots.txt forbids was requested, and no page was fetched twice
+    assert site.hits("/docs/private/") == 0
+    page_gets = Counter(path.split("?")[0] for method, path, _ in site.requests
+                        if method == "GET" and ".html" in path)
+    assert page_gets.pop("/docs/flaky.html") == 3  # a 500 is retried twice, by design
+    assert max(page_gets.values()) == 1, page_gets.most_common(3)
+    # llms-full sections were not fetched again
+    assert site.hits("/docs/faq.html") == 0 and site.hits("/docs/reference/cli.html") == 0
+    table = pages_table(result)
+    assert sum(1 for status, *_ in table.values() if status == "active") == ALLOWED_PAGES
+    assert report["discovery"]["llms-full"]["mapped"] == 4
+
+
+def test_second_crawl_is_all_unchanged_and_rewrites_nothing(site: DocsServer, crawl: Crawl) -> None:
+    first = crawl(f"{site.base_url}/docs/")
+    before = pages_table(first)
+    requests_before = len(site.requests)
+    second = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(second)
+    stats = report["stats"]
+    assert stats["success.unchanged"] == ALLOWED_PAGES
+    assert stats["success.new"] == stats["success.changed"] == stats["success.removed"] == 0
+    after = pages_table(second)
+    # content hashes and last-changed times are untouched
+    assert {k: (v[1], v[3]) for k, v in after.items()} == {k: (v[1], v[3]) for k, v in before.items()}
+    # the server sends validators, so pages come back 304 without a body
+    second_requests = site.requests[requests_before:]
+    page_requests = [(p, {k.lower() for k in h}) for m, p, h in second_requests
+                     if p.startswith("/docs/") and not p.endswith((".txt", ".xml", ".gz"))]
+    conditional = [p for p, headers in page_requests if "if-none-match" in headers]
+    # every page fetched is asked for conditionally (llms-full pages are not fetched at all)
+    assert len(conditional) == ALLOWED_PAGES - 4
+    assert report["counters"]["not_modified"] == ALLOWED_PAGES - 4
+
+
+def test_edit_one_page_and_delete_one(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/")
+    root = site.root
+    glossary = root / "docs" / "glossary.html"
+    glossary.write_text(glossary.read_text().replace("</article>", "<p>A new glossary entry: quorum.</p></article>"))
+    # Delete a page and every line that refers to it, as a site generator would. Pages whose main
+    # content linked to it change too; navigation is not content.
+    victim = "guide/transforms.html"
+    (root / "docs" / victim).unlink()
+    content_links = set()
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".xml", ".txt", ".md"):
+            text = path.read_text()
+            if "transforms.html" in text:
+                article = text.partition("<article")[2].partition("</article>")[0]
+                if "transforms.html" in article and path.suffix == ".html":
+                    content_links.add(path.relative_to(root / "docs").as_posix())
+                lines = [line for line in text.splitlines(keepends=True) if "transforms.html" not in line]
+                path.write_text("".join(lines))
+    assert content_links, "the victim should be linked from some page's content"
+    content_links = {p.removesuffix("index.html").rstrip("/") or "./" for p in content_links}
+    result = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(result)
+    assert result.keys("success", "changed") == {"glossary.html"} | content_links
+    assert result.keys("success", "removed") == {victim}
+    assert report["stats"]["success.unchanged"] == ALLOWED_PAGES - 1 - len(result.keys("success", "changed"))
+    assert report["removal"]["performed"] is True and report["removal"]["removed"] == 1
+    assert pages_table(result)[victim][0] == "removed"
+
+
+def test_block_glob_and_narrowed_scope_never_removes(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/")
+    result = crawl(f"{site.base_url}/docs/", "block=archive/**")
+    report = assert_valid(result)
+    assert report["stats"]["success.unchanged"] == ALLOWED_PAGES - ARCHIVE_PAGES
+    assert report["stats"]["success.removed"] == 0
+    assert report["removal"]["performed"] is False and "narrowed" in report["removal"]["reason"]
+    blocked = {k for k, e in report["items"].items() if e.get("detail") == "blocked by pattern archive/**"}
+    assert blocked == {"archive", "archive/v1", "archive/v1/install.html", "archive/v1/upgrade.html"}
+    assert all(status == "active" for status, *_ in pages_table(result).values() if status != "failed")
+
+
+def test_max_pages_cuts_the_frontier_and_blocks_removal(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/")
+    result = crawl(f"{site.base_url}/docs/", "max_pages=5")
+    report = assert_valid(result)
+    processed = report["stats"]["success"]
+    assert processed == 5
+    assert report["frontierCut"] == "max_pages 5 reached"
+    assert report["stats"]["skipped.maxPages"] > 0
+    assert report["removal"]["performed"] is False
+
+
+def test_max_depth_zero_crawls_the_seed_only(site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{site.base_url}/docs/", "max_depth=0")
+    report = assert_valid(result)
+    assert result.keys("success") == {"./", "faq.html", "getting-started/quickstart.html",
+                                      "getting-started/configuration.html", "reference/cli.html"} - {
+        "faq.html", "getting-started/quickstart.html", "getting-started/configuration.html", "reference/cli.html"
+    } | (result.keys("success") & {"faq.html", "getting-started/quickstart.html",
+                                    "getting-started/configuration.html", "reference/cli.html"})
+    assert report["stats"]["skipped.depth"] > 0
+
+
+def test_full_recrawl_processes_every_page(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/")
+    result = crawl(f"{site.base_url}/docs/", "full=1", "-O", "pages.jsonl") if False else crawl(
+        f"{site.base_url}/docs/", "full=1")
+    report = assert_valid(result)
+    forced = [e for e in report["items"].values() if e.get("forced")]
+    assert len(forced) == ALLOWED_PAGES
+    assert report["stats"]["success.unchanged"] == ALLOWED_PAGES
+
+
+@pytest.mark.parametrize(
+    ("arg", "message"),
+    [
+        ("max_pages=zero", "max_pages must be a whole number"),
+        ("block=https://h/x", "patterns match URL paths"),
+        ("colour=blue", "unknown argument(s) colour"),
+    ],
+)
+def test_bad_arguments_fail_before_anything_is_fetched(site: DocsServer, crawl: Crawl, arg: str,
+                                                      message: str) -> None:
+    result = crawl(f"{site.base_url}/docs/", arg, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert site.requests == []
+    assert not (result.data_dir / "state.db").exists()
