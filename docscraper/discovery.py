@@ -278,7 +278,7 @@ def _trim_bare(url: str) -> str:
 def _llms_searchable_text(text: str) -> str:
     lines = _split_lines(text)
     fenced = _fenced_lines(lines)
-    return _without_comments("\n".join("" if code else line for line, code in zip(lines, fenced)))
+    return _without_comments("\n".join("" if code else line for line, code in zip(lines, fenced, strict=False)))
 
 
 def parse_llms_txt(text: str, base_url: str) -> list[DiscoveredLink]:

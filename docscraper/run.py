@@ -63,7 +63,7 @@ pages_retiring = object()
 def source_name_for_url(url: str) -> str:
     """A source name derived from its URL: host, port and path as a slug (``docs.example.com-en``)."""
     parts = urlsplit(normalize_url(url))
-    raw = "-".join(p for p in [parts.hostname or "local", str(parts.port or "")] + parts.path.split("/") if p)
+    raw = "-".join(p for p in [parts.hostname or "local", str(parts.port or ""), *parts.path.split("/")] if p)
     slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._") or "source"
     if len(slug) > 64:
         slug = slug[:55].rstrip("-._") + "-" + hashlib.sha256(slug.encode()).hexdigest()[:8]
@@ -294,11 +294,10 @@ class CrawlRun:
         key = self.key(url)
         prev = self.known.get(pid)
         not_found = http_status == 404
-        if prev is not None and prev.status == "active":
-            if http_status == 410:
-                self.retire[pid] = key
-            elif not_found and prev.not_found_runs + 1 >= self.config.gone_after:
-                self.retire[pid] = key
+        gone = http_status == 410 or (not_found and prev is not None
+                                      and prev.not_found_runs + 1 >= self.config.gone_after)
+        if prev is not None and prev.status == "active" and gone:
+            self.retire[pid] = key
         self.ledger.record(key, "failed", reason, fetched_at=fetched_at, url=url, detail=detail,
                            httpStatus=http_status, pageId=pid, **details)
         self._failures.append(

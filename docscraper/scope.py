@@ -189,6 +189,4 @@ class Scope:
             return True
         if self.allow and set(self.allow) != set(stored.allow):
             return True
-        if self.max_depth is not None and (stored.max_depth is None or self.max_depth < stored.max_depth):
-            return True
-        return False
+        return bool(self.max_depth is not None and (stored.max_depth is None or self.max_depth < stored.max_depth))

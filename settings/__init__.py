@@ -14,6 +14,7 @@ from docscraper import USER_AGENT as _USER_AGENT
 BOT_NAME = "docscraper"
 SPIDER_MODULES = ["docscraper.spiders"]
 NEWSPIDER_MODULE = "docscraper.spiders"
+COMMANDS_MODULE = "docscraper.commands"
 
 # -- docscraper -------------------------------------------------------------------------------------
 DOCSCRAPER_DATA_DIR = os.environ.get("DOCSCRAPER_DATA_DIR", "data")

@@ -202,7 +202,7 @@ class DocsSpider(scrapy.Spider):
             for section in split.sections:
                 if section.url is None:
                     continue
-                refusal = run.scope.check(section.url)
+                refusal = run.scope.check(section.url) or run.scope.check_depth(1)
                 if refusal is not None:
                     run.refuse(section.url, refusal, finder="llms-full")
                     continue

@@ -1,0 +1,1 @@
+"""docscraper's Scrapy commands (``COMMANDS_MODULE = "docscraper.commands"``)."""
