@@ -51,7 +51,7 @@ _should_remove_whitespace_outside: Callable[[Any], bool] = _markdownify.should_r
 
 #: Decoded HTML beyond this many characters is cut off before parsing; documentation pages are far
 #: smaller, and parsing cost grows linearly, so this bounds the work per page.
-MAX_HTML_CHARS = 4_000_000
+MAX_HTML_CHARS = 3_000_000
 
 #: Raw bytes read before decoding (UTF-8 needs at most 4 bytes a character).
 _MAX_HTML_BYTES = 4 * MAX_HTML_CHARS
@@ -250,9 +250,9 @@ _JUNK_TAGS = frozenset(
     }
 )  # fmt: skip
 
-#: Class or id tokens of chrome in the generators we know (lower-cased; CSS-module hashes such as
-#: Docusaurus's ``_fXgn`` suffix are stripped before the lookup). Removed wherever they appear,
-#: unless the element holds the page's main content.
+#: Class tokens of chrome in the generators we know (lower-cased; CSS-module hashes such as
+#: Docusaurus's ``_fXgn`` suffix are stripped before the lookup), removed unless the element holds the
+#: page's main content. As ids they count only on containers that open no section of their own.
 _CHROME_TOKENS = frozenset(
     {
         # Sphinx: basic/alabaster, Read the Docs, Furo, PyData, Book
@@ -295,7 +295,7 @@ _CHROME_TOKENS = frozenset(
 )  # fmt: skip
 
 #: Generic tokens that are also used for content (a docutils ``.. sidebar::``, a search results
-#: page): removed only when the element looks like a block of links or is short.
+#: page): removed only when the element is mostly links (or empty).
 _SOFT_CHROME_TOKENS = frozenset({"sidebar", "search", "banner", "feedback", "menu", "aside", "switcher", "toolbar"})
 
 #: Compound navigation names: ``topnav``, ``side-nav``, ``main_menu``, ``docs-sidebar``, ...
@@ -345,8 +345,8 @@ def _classes(tag: Tag, name: str = "class") -> list[str]:
     return str(value).split()
 
 
-def _tokens(tag: Tag) -> list[str]:
-    """Lower-cased class tokens and id of ``tag``, CSS-module hashes removed."""
+def _tokens(tag: Tag, *, with_id: bool = True) -> list[str]:
+    """Lower-cased class tokens (CSS-module hashes removed) and, unless told not to, the id."""
     out: list[str] = []
     for token in _classes(tag):
         token = token.lower()
@@ -356,7 +356,7 @@ def _tokens(tag: Tag) -> list[str]:
                 stripped = _CSS_MODULE_HASH_RE.sub("", token)
                 if stripped != token:
                     out.append(stripped)
-    ident = tag.get("id")
+    ident = tag.get("id") if with_id else None
     if isinstance(ident, str) and ident:
         out.append(ident.lower())
     return out
@@ -405,6 +405,14 @@ def _link_density(tag: Tag) -> float:
 
 
 _MAIN_NAMES = frozenset({"main", "article"})
+#: Elements whose id alone may mark them as chrome (ids of headings and sections are slugs of titles).
+_CONTAINER_NAMES = frozenset(
+    {"div", "nav", "aside", "header", "footer", "ul", "ol", "form", "table", "details", "dialog", "menu", "section"}
+)
+_SECTION_HEADINGS = frozenset({"h1", "h2"})
+_CODE_NAMES = frozenset({"pre"})
+_UNQUOTED_BLOCKS = frozenset({"pre", "table", "dl"})
+_BANNER_EXCLUDES = frozenset({"h1", "h2", "h3", "pre", "table", "dl"})
 _MAIN_OR_H1 = frozenset({"main", "article", "h1"})
 _HEADING_NAMES = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
@@ -450,19 +458,23 @@ def _is_chrome(tag: Tag) -> bool:
         return not own_header and not _holds_main(tag, heading=False)
     if name == "form":
         return role == "search" or "search" in _attr(tag, "action").lower() or _text_len(tag) < 200
-    tokens = _tokens(tag)
-    if not tokens:
-        if name == "aside" or role == "complementary":
-            return _link_density(tag) >= 0.5
-        return False
-    if any(t in _CHROME_TOKENS or _NAV_TOKEN_RE.match(t) for t in tokens) or any(
-        s in t for t in tokens for s in _CHROME_SUBSTRINGS
-    ):
+    tokens = _tokens(tag, with_id=False)
+    if any(t in _CHROME_TOKENS or _NAV_TOKEN_RE.match(t) for t in tokens):
         return not _holds_main(tag, heading=True)
+    container = name in _CONTAINER_NAMES
+    ident = _attr(tag, "id").lower()
+    if container and ident and (ident in _CHROME_TOKENS or _NAV_TOKEN_RE.match(ident)):
+        # Ids double as heading slugs ("#navigation", "#footer"): a container that opens a section
+        # of its own is content.
+        return not _has_descendant(tag, _SECTION_HEADINGS) and not _holds_main(tag, heading=True)
+    if container and any(s in t for t in [*tokens, ident] for s in _CHROME_SUBSTRINGS):
+        # Consent banners are small and plain; the reference section of a cookie library is not.
+        return _text_len(tag) < 2000 and not _has_descendant(tag, _BANNER_EXCLUDES)
     if name == "aside" or role == "complementary" or any(t in _SOFT_CHROME_TOKENS for t in tokens):
-        if _holds_main(tag, heading=True):
+        # Navigation is mostly links; a docutils ".. sidebar::" or a tip box is prose or code.
+        if _holds_main(tag, heading=True) or _has_descendant(tag, _CODE_NAMES):
             return False
-        return _link_density(tag) >= 0.5 or _text_len(tag) < 200
+        return _link_density(tag) >= 0.5
     return False
 
 
@@ -1080,6 +1092,15 @@ class _DocsConverter(_BaseConverter):
         # Paragraphs rather than pandoc's ":   " definition syntax: indented lines would turn into
         # code blocks in CommonMark and break fenced code inside API descriptions.
         return str(self.convert_div(el, text, parent_tags))
+
+    def convert_blockquote(self, el: Tag, text: str, parent_tags: set[str]) -> str:
+        # reStructuredText renders plain indentation as <blockquote><div>; quoting code blocks and
+        # tables would hide their fences and pipes behind "> " from the chunker and table readers.
+        children = el.find_all(True, recursive=False)
+        indentation = len(children) == 1 and children[0].name == "div"
+        if indentation or _has_descendant(el, _UNQUOTED_BLOCKS):
+            return str(self.convert_div(el, text, parent_tags))
+        return str(super().convert_blockquote(el, text, parent_tags))
 
     def convert_summary(self, el: Tag, text: str, parent_tags: set[str]) -> str:
         text = _collapse_ws(text)

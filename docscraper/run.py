@@ -102,6 +102,7 @@ class CrawlRun:
         self.reached: set[str] = set()
         self.retire: dict[str, str] = {}
         self.frontier_cut: str | None = None
+        self.discovery_error: str | None = None
         self.scheduled_pages = 0
         self.opened = False
         self.open_error: str | None = None
@@ -333,8 +334,8 @@ class CrawlRun:
             return f"the frontier was cut short ({self.frontier_cut})"
         if self.stored_scope is not None and self.scope.narrower_than(self.stored_scope):
             return "this run narrowed the source's scope with one-time overrides"
-        if self.counters.get("start_error"):
-            return "discovery did not complete"
+        if self.discovery_error:
+            return f"discovery did not complete ({self.discovery_error})"
         return None
 
     async def _remove(self, page_ids: list[str]) -> int:

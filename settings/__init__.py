@@ -31,6 +31,11 @@ AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.25
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
+# A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
+EXTENSIONS = {
+    "scrapy.extensions.throttle.AutoThrottle": None,
+    "docscraper.throttle.ConditionalAutoThrottle": 0,
+}
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 20 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 5 * 1024 * 1024

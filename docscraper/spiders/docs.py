@@ -139,17 +139,22 @@ class DocsSpider(scrapy.Spider):
 
         llms_items: list[PageItem] = []
         if urlsplit(seed).scheme in ("http", "https"):
-            robots = await self._fetch(urljoin(seed, "/robots.txt"), "robots.txt")
-            robots_text = robots.text if isinstance(robots, TextResponse) else ""
-            llms_links, llms_items, section_links = await self._discover_llms()
-            for link in llms_links:
-                offer(link, "llms", 1)
-            if run.config.discovery_sitemaps:
-                for url in await self._discover_sitemaps(robots_text):
-                    offer(url, "sitemap", 1)
-            # Links inside llms-full sections stand for links on those (unfetched) pages.
-            for link in section_links:
-                offer(link, "link", 2)
+            try:
+                robots = await self._fetch(urljoin(seed, "/robots.txt"), "robots.txt")
+                robots_text = robots.text if isinstance(robots, TextResponse) else ""
+                llms_links, llms_items, section_links = await self._discover_llms()
+                for link in llms_links:
+                    offer(link, "llms", 1)
+                if run.config.discovery_sitemaps:
+                    for url in await self._discover_sitemaps(robots_text):
+                        offer(url, "sitemap", 1)
+                # Links inside llms-full sections stand for links on those (unfetched) pages.
+                for link in section_links:
+                    offer(link, "link", 2)
+            except Exception as exc:
+                # Crawl what was found, from the seed on; an incomplete discovery must never remove pages.
+                logger.exception("Discovery failed; crawling from the seed only")
+                run.discovery_error = f"{exc.__class__.__name__}: {exc}"
         # The seed is depth 0 whoever listed it.
         seed_pid = page_id(seed)
         seed_finder = candidates.pop(seed_pid).finder if seed_pid in candidates else "link"
