@@ -8,6 +8,7 @@ setup(
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
     package_data={"docscraper": ["schema/*.json", "state/migrations/*.mako"]},
     include_package_data=True,
+    zip_safe=False,
     entry_points={"scrapy": ["settings = settings"]},
     python_requires=">=3.11",
 )

@@ -62,6 +62,33 @@ def _flag(name: str, value: Any) -> bool:
     raise ConfigError(f"{name} must be 1 or 0 (true/false), got {value!r}")
 
 
+def _seconds(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number of seconds, got {value!r}") from None
+    if number < 0:
+        raise ConfigError(f"{name} must be 0 or more, got {number}")
+    return number
+
+
+def _chroma_url(value: Any) -> str | None:
+    if not value:
+        return None
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"DOCSCRAPER_CHROMA_URL must be http(s)://host:port, got {text!r}")
+    return text
+
+
+def _collection_name(value: Any) -> str:
+    text = str(value).strip()
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]$", text):
+        raise ConfigError(f"DOCSCRAPER_CHROMA_COLLECTION {text!r}: 3-63 letters, digits, '.', '_' or '-'")
+    return text
+
+
 def parse_globs(name: str, value: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Split a comma-separated glob list; reject empty and obviously broken patterns."""
     if value is None:
@@ -94,6 +121,14 @@ class DocscraperConfig:
     ``DOCSCRAPER_SITEMAP_MAX_FILES`` (500 sitemap files per run), ``DOCSCRAPER_DISCOVERY_LLMS``
     (probe llms.txt/llms-full.txt, on), ``DOCSCRAPER_DISCOVERY_SITEMAPS`` (on),
     ``DOCSCRAPER_SEEN_FLUSH_SIZE`` (rows per state write batch, 200).
+
+    The vector index: ``DOCSCRAPER_INDEX_ENABLED`` (on), ``DOCSCRAPER_CHROMA_URL`` (a Chroma server;
+    default: a persistent directory at ``DATA_DIR/chroma``), ``DOCSCRAPER_CHROMA_COLLECTION`` (``docs``),
+    ``DOCSCRAPER_CHROMA_TELEMETRY`` (off), ``DOCSCRAPER_EMBEDDING_MODEL`` (the bundled all-MiniLM-L6-v2),
+    ``DOCSCRAPER_EMBEDDING_DEVICE`` (cuda when present, else cpu), ``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` (64
+    texts), ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS`` (0.2: a partial batch waits at most this long),
+    ``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32),
+    ``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
     """
 
     data_dir: Path
@@ -108,10 +143,25 @@ class DocscraperConfig:
     discovery_llms: bool = True
     discovery_sitemaps: bool = True
     seen_flush_size: int = 200
+    index_enabled: bool = True
+    chroma_url: str | None = None
+    chroma_collection: str = "docs"
+    chroma_telemetry: bool = False
+    embedding_model: str = "bundled:all-MiniLM-L6-v2"
+    embedding_device: str | None = None
+    embedding_batch_size: int = 64
+    embedding_flush_seconds: float = 0.2
+    chunk_target_tokens: int = 200
+    chunk_overlap_tokens: int = 32
+    chunk_min_tokens: int = 48
 
     @property
     def runs_dir(self) -> Path:
         return self.data_dir / "runs"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DocscraperConfig:
@@ -143,6 +193,28 @@ class DocscraperConfig:
             ),
             seen_flush_size=_positive_int(
                 "DOCSCRAPER_SEEN_FLUSH_SIZE", settings.get("DOCSCRAPER_SEEN_FLUSH_SIZE", 200)
+            ),
+            index_enabled=_flag("DOCSCRAPER_INDEX_ENABLED", settings.get("DOCSCRAPER_INDEX_ENABLED", True)),
+            chroma_url=_chroma_url(settings.get("DOCSCRAPER_CHROMA_URL")),
+            chroma_collection=_collection_name(settings.get("DOCSCRAPER_CHROMA_COLLECTION") or "docs"),
+            chroma_telemetry=_flag("DOCSCRAPER_CHROMA_TELEMETRY", settings.get("DOCSCRAPER_CHROMA_TELEMETRY", False)),
+            embedding_model=str(settings.get("DOCSCRAPER_EMBEDDING_MODEL") or "bundled:all-MiniLM-L6-v2"),
+            embedding_device=settings.get("DOCSCRAPER_EMBEDDING_DEVICE") or None,
+            embedding_batch_size=_positive_int(
+                "DOCSCRAPER_EMBEDDING_BATCH_SIZE", settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE", 64)
+            ),
+            embedding_flush_seconds=_seconds(
+                "DOCSCRAPER_EMBEDDING_FLUSH_SECONDS", settings.get("DOCSCRAPER_EMBEDDING_FLUSH_SECONDS", 0.2)
+            ),
+            chunk_target_tokens=_positive_int(
+                "DOCSCRAPER_CHUNK_TARGET_TOKENS", settings.get("DOCSCRAPER_CHUNK_TARGET_TOKENS", 200)
+            ),
+            chunk_overlap_tokens=_positive_int(
+                "DOCSCRAPER_CHUNK_OVERLAP_TOKENS", settings.get("DOCSCRAPER_CHUNK_OVERLAP_TOKENS", 32),
+                allow_zero=True,
+            ),
+            chunk_min_tokens=_positive_int(
+                "DOCSCRAPER_CHUNK_MIN_TOKENS", settings.get("DOCSCRAPER_CHUNK_MIN_TOKENS", 48), allow_zero=True
             ),
         )
 

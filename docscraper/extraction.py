@@ -22,14 +22,24 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import markdownify
 from bs4 import BeautifulSoup, NavigableString, Tag
-from bs4.element import Comment, Declaration, Doctype, PageElement, ProcessingInstruction
+from bs4.builder import DetectsXMLParsedAsHTML
+from bs4.element import (
+    Comment,
+    Declaration,
+    Doctype,
+    NamespacedAttribute,
+    PageElement,
+    ProcessingInstruction,
+    nonwhitespace_re,
+)
+from lxml import etree
 from w3lib.encoding import html_to_unicode
 
 __all__ = [
@@ -345,10 +355,10 @@ def _classes(tag: Tag, name: str = "class") -> list[str]:
     return str(value).split()
 
 
-def _tokens(tag: Tag, *, with_id: bool = True) -> list[str]:
-    """Lower-cased class tokens (CSS-module hashes removed) and, unless told not to, the id."""
+def _class_tokens(classes: Iterable[str]) -> list[str]:
+    """Lower-cased class tokens, each followed by its form without a CSS-module hash if it has one."""
     out: list[str] = []
-    for token in _classes(tag):
+    for token in classes:
         token = token.lower()
         if token:
             out.append(token)
@@ -356,6 +366,12 @@ def _tokens(tag: Tag, *, with_id: bool = True) -> list[str]:
                 stripped = _CSS_MODULE_HASH_RE.sub("", token)
                 if stripped != token:
                     out.append(stripped)
+    return out
+
+
+def _tokens(tag: Tag, *, with_id: bool = True) -> list[str]:
+    """Lower-cased class tokens (CSS-module hashes removed) and, unless told not to, the id."""
+    out = _class_tokens(_classes(tag))
     ident = tag.get("id") if with_id else None
     if isinstance(ident, str) and ident:
         out.append(ident.lower())
@@ -390,6 +406,22 @@ def _descendant_tags(root: Tag) -> list[Tag]:
 
 def _has_descendant(root: Tag, names: frozenset[str]) -> bool:
     return any(isinstance(node, Tag) and node.name in names for node in root.descendants)
+
+
+def _named_descendants(root: Tag, names: frozenset[str], limit: int = 0) -> list[Tag]:
+    """``root.find_all(names, limit=limit)`` without BeautifulSoup's generic matching machinery."""
+    found: list[Tag] = []
+    for node in root.descendants:
+        if isinstance(node, Tag) and node.name in names:
+            found.append(node)
+            if len(found) == limit:
+                break
+    return found
+
+
+def _child_tags(tag: Tag, names: frozenset[str] | None = None) -> list[Tag]:
+    """``tag.find_all(names or True, recursive=False)``."""
+    return [child for child in tag.contents if isinstance(child, Tag) and (names is None or child.name in names)]
 
 
 def _has_ancestor(tag: Tag, names: frozenset[str]) -> bool:
@@ -478,14 +510,48 @@ def _is_chrome(tag: Tag) -> bool:
     return False
 
 
+#: Elements that :func:`_is_chrome` may judge to be chrome by their name or text alone.
+_CHROME_CANDIDATE_NAMES = _JUNK_TAGS | {"a", "nav", "footer", "header", "form", "aside"}
+#: The attributes other than ``class`` that :func:`_is_chrome` reads.
+_CHROME_ATTRIBUTES = ("role", "hidden", "aria-hidden", "style", "id", "action")
+
+
+def _may_be_chrome(tag: Tag, verdicts: dict[tuple[str, ...], bool]) -> bool:
+    """False when :func:`_is_chrome` is certainly false for ``tag``; a cheap screen before it.
+
+    Most elements of a page have an ordinary name and at most a class; whether their class tokens
+    could mark chrome is decided once per distinct class list (``verdicts`` caches it).
+    """
+    if tag.name in _CHROME_CANDIDATE_NAMES:
+        return True
+    attrs = tag.attrs
+    if not attrs:
+        return False
+    if any(name in attrs for name in _CHROME_ATTRIBUTES):
+        return True
+    classes = tuple(_classes(tag))
+    verdict = verdicts.get(classes)
+    if verdict is None:
+        verdict = any(
+            token in _CHROME_TOKENS
+            or token in _SOFT_CHROME_TOKENS
+            or _NAV_TOKEN_RE.match(token)
+            or any(s in token for s in _CHROME_SUBSTRINGS)
+            for token in _class_tokens(classes)
+        )
+        verdicts[classes] = verdict
+    return verdict
+
+
 def _remove_chrome(root: Tag) -> None:
     removed: set[int] = set()
     doomed: list[Tag] = []
     self_links: list[Tag] = []
+    verdicts: dict[tuple[str, ...], bool] = {}
     for tag in _descendant_tags(root):
         if id(tag.parent) in removed:
             removed.add(id(tag))
-        elif _is_chrome(tag):
+        elif _may_be_chrome(tag, verdicts) and _is_chrome(tag):
             removed.add(id(tag))
             doomed.append(tag)
         elif tag.name == "a" and _attr(tag, "href").startswith("#") and _has_ancestor(tag, _HEADING_NAMES):
@@ -565,55 +631,65 @@ def _unwrap_code_tables(root: Tag) -> None:
     for table in [t for t in _descendant_tags(root) if t.name == "table"]:
         if table.parent is None:
             continue
-        pres = table.find_all("pre")
+        pres = _named_descendants(table, _PRE)
         if not pres:
             continue
         tokens = set(_tokens(table))
-        gutter = any(set(_tokens(cell)) & _LINENO_TOKENS for cell in table.find_all(["td", "th"], limit=4))
+        gutter = any(set(_tokens(cell)) & _LINENO_TOKENS for cell in _named_descendants(table, _CELL_NAMES, limit=4))
         if not (tokens & {"highlighttable", "lntable"} or gutter):
             continue
-        code_cell = table.find("td", class_="code")
-        code = code_cell.find("pre") if code_cell is not None else None
+        code_cell = next((td for td in _named_descendants(table, _TD) if "code" in _classes(td)), None)
+        found = _named_descendants(code_cell, _PRE, limit=1) if code_cell is not None else []
+        code = found[0] if found else None
         if code is None:
             code = pres[-1]
         table.replace_with(code.extract())
 
 
-_BLOCK_IN_CELL = ("h1", "h2", "h3", "h4", "h5", "h6", "dl", "pre", "blockquote", "table")
+_BLOCK_IN_CELL = frozenset({"h1", "h2", "h3", "h4", "h5", "h6", "dl", "pre", "blockquote", "table"})
+_PRE = frozenset({"pre"})
+_TD = frozenset({"td"})
+_TR = frozenset({"tr"})
+_TABLE = frozenset({"table"})
+_CELL_NAMES = frozenset({"td", "th"})
+_COLUMN_NAMES = frozenset({"colgroup", "col"})
+_CAPTION = frozenset({"caption"})
+_ROW_GROUP_NAMES = frozenset({"thead", "tbody", "tfoot"})
 
 
 def _table_rows(table: Tag) -> list[Tag]:
     rows: list[Tag] = []
-    for child in table.find_all(True, recursive=False):
+    for child in _child_tags(table):
         if child.name == "tr":
             rows.append(child)
-        elif child.name in ("thead", "tbody", "tfoot"):
-            rows.extend(child.find_all("tr", recursive=False))
+        elif child.name in _ROW_GROUP_NAMES:
+            rows.extend(_child_tags(child, _TR))
     return rows
 
 
 def _prepare_tables(root: Tag) -> None:
     """Make data tables convertible to pipe tables and turn layout tables into plain blocks."""
     for table in [t for t in _descendant_tags(root) if t.name == "table"]:
-        for col in table.find_all(["colgroup", "col"]):
+        for col in _named_descendants(table, _COLUMN_NAMES):
             col.extract()
-        caption = table.find("caption", recursive=False)
-        if caption is not None:
+        captions = _child_tags(table, _CAPTION)
+        if captions:
+            caption = captions[0]
             caption.name = "p"
             table.insert_before(caption.extract())
         rows = _table_rows(table)
-        cells = [c for r in rows for c in r.find_all(["td", "th"], recursive=False)]
+        cells = [c for r in rows for c in _child_tags(r, _CELL_NAMES)]
         layout = (
             _attr(table, "role").lower() in ("presentation", "none")
             or not cells
             or len(cells) == 1
-            or table.find("table") is not None
-            or any(cell.find(_BLOCK_IN_CELL) is not None for cell in cells)
+            or _has_descendant(table, _TABLE)
+            or any(_has_descendant(cell, _BLOCK_IN_CELL) for cell in cells)
         )
         if not layout:
             continue
         table.name = "div"
-        for child in table.find_all(["thead", "tbody", "tfoot"], recursive=False):
+        for child in _child_tags(table, _ROW_GROUP_NAMES):
             child.name = "div"
         for row in rows:
             row.name = "div"
@@ -1200,6 +1276,226 @@ class _DocsConverter(_BaseConverter):
 
 
 # --------------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------------
+
+_ASCII_SPACES = "\x20\x0a\x09\x0c\x0d"
+#: Tags looked up by name before the tree is changed (metadata, scripts); the parser lists them.
+_INDEXED_NAMES = frozenset({"html", "base", "meta", "link", "title", "script"})
+
+
+class _SoupTarget:
+    """lxml parser target that builds exactly the tree ``BeautifulSoup(markup, "lxml")`` builds.
+
+    Beautiful Soup's lxml tree builder spends about twice as long per element as the parse itself
+    (generic namespace handling, per-tag builder queries, a parent chain walk per string). This
+    target receives the same parser events from the same lxml parser and replays what
+    ``BeautifulSoup.handle_starttag``, ``endData``, ``object_was_parsed`` and ``popTag`` do for HTML,
+    setting the fields ``Tag.__init__`` would set directly. It relies on beautifulsoup4 internals,
+    so the version is pinned and ``tests/test_extraction.py`` compares both trees node by node.
+
+    ``indexed`` lists the ``_INDEXED_NAMES`` tags in document order.
+    """
+
+    def __init__(self, soup: BeautifulSoup) -> None:
+        builder = soup.builder
+        self.soup = soup
+        self.builder = builder
+        self.stack: list[Tag] = [soup]
+        self.current: Tag = soup
+        self.last: PageElement | None = None  # the most recently created element
+        self.pending: list[str] = []  # text not yet turned into a string
+        self.preserve: list[Tag] = []  # open <pre> and <textarea>
+        self.containers: list[Tag] = []  # open tags whose strings get their own class (<script>)
+        self.open_count: dict[str, int] = {}
+        self.indexed: dict[str, list[Tag]] = {name: [] for name in _INDEXED_NAMES}
+        self.string_classes: dict[str, type[NavigableString]] = builder.string_containers
+        self.preserve_names: set[str] = builder.preserve_whitespace_tags
+        self.empty_names: set[str] = builder.empty_element_tags or set()
+        self.list_attributes: dict[str, set[str]] = builder.cdata_list_attributes
+        self.universal_list_attributes = self.list_attributes.get("*", set())
+        self.fields = {
+            "parser_class": type(soup),
+            "namespace": None,
+            "_namespaces": builder.active_namespace_prefixes[-1],
+            "prefix": None,
+            "sourceline": None,
+            "sourcepos": None,
+            "attribute_value_list_class": builder.attribute_value_list_class,
+            "known_xml": False,
+            "next_element": None,
+            "next_sibling": None,
+            "hidden": False,
+            "cdata_list_attributes": self.list_attributes,
+            "preserve_whitespace_tags": self.preserve_names,
+        }
+
+    def start(self, name: str, attrib: dict[str, str]) -> None:
+        if self.pending:
+            self._flush(None)
+        attrs = self.builder.attribute_dict_class(attrib)
+        if attrs:
+            if any(key[:1] == "{" for key in attrs):
+                self._start_namespaced(name, attrib)
+                return
+            universal = self.universal_list_attributes
+            specific = self.list_attributes.get(name.lower())
+            for key, value in attrs.items():
+                if key in universal or (specific and key in specific):
+                    attrs[key] = self.fields["attribute_value_list_class"](nonwhitespace_re.findall(value))
+        tag = Tag.__new__(Tag)
+        fields = tag.__dict__
+        fields.update(self.fields)
+        fields["name"] = name
+        fields["attrs"] = attrs
+        fields["contents"] = []
+        fields["can_be_empty_element"] = name in self.empty_names
+        string_class = self.string_classes.get(name)
+        if string_class is None:
+            fields["interesting_string_types"] = Tag.MAIN_CONTENT_STRING_TYPES
+        else:
+            fields["interesting_string_types"] = {string_class}
+        self._link(tag)
+        if name == "meta":
+            self.builder.set_up_substitutions(tag)
+        self._push(tag)
+
+    def _start_namespaced(self, name: str, attrib: dict[str, str]) -> None:
+        # An attribute name of the form "{uri}name" (possible in HTML): let Beautiful Soup's own
+        # code build the tag.
+        builder = self.builder
+        attrs = builder.attribute_dict_class()
+        for key, value in attrib.items():
+            namespace, local = builder._getNsTag(key)
+            if namespace is None:
+                attrs[key] = value
+            else:
+                attrs[NamespacedAttribute(builder._prefix_for_namespace(namespace), local, namespace)] = value
+        tag = Tag(
+            self.soup,
+            builder,
+            name,
+            None,
+            None,
+            attrs,
+            self.current,
+            self.last,
+            namespaces=self.fields["_namespaces"],
+        )
+        if self.last is not None:
+            self.last.next_element = tag
+        self.last = tag
+        self.current.contents.append(tag)
+        self._push(tag)
+
+    def _link(self, element: PageElement) -> None:
+        """Append ``element`` to the current tag, as ``Tag.setup`` plus ``contents.append`` would."""
+        parent = self.current
+        last = self.last
+        element.parent = parent
+        element.previous_element = last
+        if last is not None:
+            last.next_element = element
+        siblings = parent.contents
+        if siblings:
+            previous = siblings[-1]
+            element.previous_sibling = previous
+            previous.next_sibling = element
+        else:
+            element.previous_sibling = None
+        self.last = element
+        siblings.append(element)
+
+    def _push(self, tag: Tag) -> None:
+        name = tag.name
+        self.stack.append(tag)
+        self.current = tag
+        self.open_count[name] = self.open_count.get(name, 0) + 1
+        if name in self.preserve_names:
+            self.preserve.append(tag)
+        if name in self.string_classes:
+            self.containers.append(tag)
+        if name in _INDEXED_NAMES:
+            self.indexed[name].append(tag)
+
+    def _pop(self) -> None:
+        tag = self.stack.pop()
+        self.open_count[tag.name] -= 1
+        if self.preserve and tag is self.preserve[-1]:
+            self.preserve.pop()
+        if self.containers and tag is self.containers[-1]:
+            self.containers.pop()
+        self.current = self.stack[-1]
+
+    def end(self, name: str) -> None:
+        if self.pending:
+            self._flush(None)
+        # BeautifulSoup._popToTag: pop up to and including the innermost open tag of that name.
+        while len(self.stack) > 1 and self.open_count.get(name):
+            found = self.stack[-1].name == name
+            self._pop()
+            if found:
+                break
+
+    def data(self, text: str) -> None:
+        self.pending.append(text)
+
+    def comment(self, text: str) -> None:
+        self._special(text, Comment)
+
+    def pi(self, target: str, data: str) -> None:
+        self._special(target + " " + data, ProcessingInstruction)
+
+    def doctype(self, name: str, pubid: str, system: str) -> None:
+        self._special(Doctype._string_for_name_and_ids(name, pubid, system), Doctype)
+
+    def _special(self, text: str, string_class: type[NavigableString]) -> None:
+        if self.pending:
+            self._flush(None)
+        self.pending.append(text)
+        self._flush(string_class)
+
+    def close(self) -> None:
+        if self.pending:
+            self._flush(None)
+        while len(self.stack) > 1:
+            self._pop()
+
+    def _flush(self, string_class: type[NavigableString] | None) -> None:
+        text = "".join(self.pending)
+        self.pending = []
+        if not self.preserve and not text.strip(_ASCII_SPACES):
+            # Whitespace-only text outside <pre> becomes one space or newline.
+            text = "\n" if "\n" in text else " "
+        if string_class is None:
+            string_class = NavigableString
+            if self.containers:
+                string_class = self.string_classes.get(self.containers[-1].name, NavigableString)
+        self._link(string_class(text))
+
+
+def _parse(markup: str) -> tuple[BeautifulSoup, dict[str, list[Tag]]]:
+    """``BeautifulSoup(markup, "lxml")``, and the tags named in ``_INDEXED_NAMES`` by name."""
+    DetectsXMLParsedAsHTML.warn_if_markup_looks_like_xml(markup, stacklevel=3)
+    if markup[:1] == "\ufeff":
+        markup = markup[1:]
+    attempts: list[tuple[str | bytes, str | None]] = [(markup, None), (markup.encode("utf8"), "utf8")]
+    for data, encoding in attempts:
+        soup = BeautifulSoup("", "lxml")
+        target = _SoupTarget(soup)
+        parser = etree.HTMLParser(target=target, recover=True, huge_tree=False, encoding=encoding)
+        try:
+            parser.feed(data)
+            parser.close()
+        except (UnicodeDecodeError, LookupError, etree.ParserError):
+            if encoding is None:
+                continue  # as Beautiful Soup does: try again with UTF-8 bytes
+            raise
+        return soup, target.indexed
+    raise AssertionError("unreachable")
+
+
+# --------------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------------
 
@@ -1216,16 +1512,16 @@ def _prepare_markup(text: str) -> str:
     return text
 
 
-def _meta_content(soup: BeautifulSoup, predicate: Callable[[Tag], bool]) -> str | None:
-    for meta in soup.find_all("meta"):
+def _meta_content(metas: list[Tag], predicate: Callable[[Tag], bool]) -> str | None:
+    for meta in metas:
         if predicate(meta):
             content = _collapse_ws(_attr(meta, "content"))
             return content or None
     return None
 
 
-def _canonical(soup: BeautifulSoup, base_url: str) -> str | None:
-    for link in soup.find_all("link"):
+def _canonical(links: list[Tag], base_url: str) -> str | None:
+    for link in links:
         if "canonical" not in (r.lower() for r in _classes(link, "rel")):
             continue
         href = _attr(link, "href").strip()
@@ -1246,8 +1542,8 @@ def _canonical(soup: BeautifulSoup, base_url: str) -> str | None:
     return None
 
 
-def _base_url(soup: BeautifulSoup, url: str) -> str:
-    base = soup.find("base", href=True)
+def _base_url(bases: list[Tag], url: str) -> str:
+    base = next((tag for tag in bases if tag.get("href") is not None), None)
     if base is not None:
         resolved = _safe_url(url, _attr(base, "href"))
         if resolved:
@@ -1255,9 +1551,9 @@ def _base_url(soup: BeautifulSoup, url: str) -> str:
     return url
 
 
-def _executable_scripts(soup: BeautifulSoup) -> int:
+def _executable_scripts(scripts: list[Tag]) -> int:
     count = 0
-    for script in soup.find_all("script"):
+    for script in scripts:
         kind = _attr(script, "type").strip().lower()
         executable = kind in ("", "module", "text/javascript", "application/javascript", "text/babel")
         if executable and (script.get("src") or script.get_text().strip()):
@@ -1265,35 +1561,41 @@ def _executable_scripts(soup: BeautifulSoup) -> int:
     return count
 
 
+_WORD_CHAR_RE = re.compile(r"\w")
+
+
 def _is_spa_shell(soup: BeautifulSoup, main: Tag, scripts: int) -> bool:
     if not scripts:
         return False
-    words = len(re.findall(r"\w", main.get_text()))
+    # Word characters of main.get_text(), counted only as far as the thresholds need.
+    words = 0
+    for string in main.strings:
+        words += len(_WORD_CHAR_RE.findall(string))
+        if words >= _SPA_MOUNT_MAX_WORD_CHARS:
+            return False
     if words < _SPA_MAX_WORD_CHARS:
         return True
-    if words < _SPA_MOUNT_MAX_WORD_CHARS:
-        for ident in _SPA_MOUNT_IDS:
-            mount = soup.find(id=ident)
-            if isinstance(mount, Tag) and not mount.get_text().strip():
-                return True
-        if soup.find("app-root") is not None:
+    for ident in _SPA_MOUNT_IDS:
+        mount = soup.find(id=ident)
+        if isinstance(mount, Tag) and not mount.get_text().strip():
             return True
-    return False
+    return soup.find("app-root") is not None
 
 
 def _extract(text: str, url: str) -> Extracted:
-    soup = BeautifulSoup(_prepare_markup(text), "lxml")
-    base_url = _base_url(soup, url)
+    soup, indexed = _parse(_prepare_markup(text))
+    # The tree is still as parsed: the lists of tags by name stand for soup.find_all(name).
+    base_url = _base_url(indexed["base"], url)
 
-    html_tag = soup.find("html")
+    html_tag = next(iter(indexed["html"]), None)
     language = None
     if isinstance(html_tag, Tag):
         language = _collapse_ws(_attr(html_tag, "lang") or _attr(html_tag, "xml:lang")) or None
-    description = _meta_content(soup, lambda m: _attr(m, "name").strip().lower() == "description")
-    canonical = _canonical(soup, base_url)
-    title_tag = soup.find("title")
+    description = _meta_content(indexed["meta"], lambda m: _attr(m, "name").strip().lower() == "description")
+    canonical = _canonical(indexed["link"], base_url)
+    title_tag = next(iter(indexed["title"]), None)
     page_title = _collapse_ws(title_tag.get_text()) if isinstance(title_tag, Tag) else ""
-    scripts = _executable_scripts(soup)
+    scripts = _executable_scripts(indexed["script"])
 
     body = soup.body if isinstance(soup.body, Tag) else soup
     _label_tab_panels(body, soup)

@@ -8,6 +8,7 @@ the items that leave the pipelines, so an incremental crawl exports its new and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["PageItem", "PageMetadata"]
 
@@ -39,3 +40,7 @@ class PageItem:
     title: str
     markdown: str
     metadata: PageMetadata
+    # Filled in by the index pipelines; not exported (FEED_EXPORT_FIELDS lists the four above).
+    chunks: list[Any] = field(default_factory=list)
+    embeddings: list[Any] = field(default_factory=list)
+    previous_chunks: dict[str, str] = field(default_factory=dict)

@@ -18,18 +18,20 @@ import re
 import secrets
 import socket
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import CloseSpider
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
 from docscraper.config import CrawlArgs, DocscraperConfig
+from docscraper.embedding import Embedder, SentenceTransformerEmbedder
 from docscraper.report import RunLedger, summarize, write_report
 from docscraper.scope import Refusal, Scope
 from docscraper.state import (
@@ -45,6 +47,7 @@ from docscraper.state import (
     utcnow,
 )
 from docscraper.urls import normalize_url, page_id
+from docscraper.vectors import ChromaIndex, IndexError_, VectorIndex
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -54,11 +57,6 @@ __all__ = ["CrawlRun", "run_for", "source_name_for_url"]
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: Signal sent at a clean close with ``page_ids`` (a list) before their state rows are marked removed;
-#: the vector index deletes their chunks. A handler that fails stops the removal for this run.
-pages_retiring = object()
-
 
 def source_name_for_url(url: str) -> str:
     """A source name derived from its URL: host, port and path as a slug (``docs.example.com-en``)."""
@@ -108,37 +106,89 @@ class CrawlRun:
         self.open_error: str | None = None
         self._seen: list[PageSeen] = []
         self._failures: list[PageFailure] = []
-        self._pool: ThreadPool | None = None
+        self._pools: dict[str, ThreadPool] = {}
+        self.vectors: VectorIndex | None = None
+        self._embedder: Embedder | None = None
+        self._embedder_error: Exception | None = None
+        self._embedder_waiters: list[Deferred[Embedder]] | None = None
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     # threads ---------------------------------------------------------------------------------------
 
-    async def db(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run a blocking state call on the run's single writer thread."""
+    def _defer(self, pool: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
         from twisted.internet import reactor  # imported late: importing it installs a reactor
 
-        assert self._pool is not None, "the run is not open"
-        result: T = await maybe_deferred_to_future(deferToThreadPool(reactor, self._pool, func, *args, **kwargs))
+        if pool not in self._pools:
+            self._pools[pool] = ThreadPool(minthreads=1, maxthreads=1, name=f"docscraper-{pool}")
+            self._pools[pool].start()
+        return deferToThreadPool(reactor, self._pools[pool], func, *args, **kwargs)
+
+    async def call(self, pool: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call on one of the run's single-thread pools: ``state`` (SQL), ``index``
+        (Chroma) or ``model`` (the embedder), so the reactor thread never waits and each resource has
+        one user at a time."""
+        result: T = await maybe_deferred_to_future(self._defer(pool, func, *args, **kwargs))
         return result
+
+    async def db(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking state call on the state thread."""
+        return await self.call("state", func, *args, **kwargs)
+
+    async def embedder(self) -> Embedder:
+        """The embedding model, loaded once on first use (an unchanged recrawl never loads it).
+
+        A model that cannot load closes the crawl (reason ``embedding_unavailable``): every page would
+        fail the same way, and a crawl that did not finish removes nothing.
+        """
+        if self._embedder is not None:
+            return self._embedder
+        if self._embedder_error is not None:
+            raise self._embedder_error
+        waiter: Deferred[Embedder] = Deferred()
+        if self._embedder_waiters is None:
+            self._embedder_waiters = [waiter]
+            cfg = self.config
+            loading = self._defer("model", SentenceTransformerEmbedder, cfg.embedding_model,
+                                  device=cfg.embedding_device, batch_size=cfg.embedding_batch_size)
+            loading.addCallbacks(self._embedder_loaded, self._embedder_failed)
+        else:
+            self._embedder_waiters.append(waiter)
+        result: Embedder = await maybe_deferred_to_future(waiter)
+        return result
+
+    def _embedder_loaded(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        for waiter in self._embedder_waiters or []:
+            waiter.callback(embedder)
+        self._embedder_waiters = None
+
+    def _embedder_failed(self, failure: Any) -> None:
+        self._embedder_error = failure.value
+        logger.error("%s; closing the crawl", failure.value)
+        for waiter in self._embedder_waiters or []:
+            waiter.errback(failure)
+        self._embedder_waiters = None
+        engine = self.crawler.engine
+        if engine is not None:
+            deferred_from_coro(engine.close_spider_async(reason="embedding_unavailable"))
 
     # lifecycle -------------------------------------------------------------------------------------
 
     async def _spider_opened(self, spider: Any) -> None:
         try:
             await self.open()
-        except (StateError, LookupError) as exc:
+        except (StateError, LookupError, IndexError_) as exc:
             self.open_error = str(exc)
             logger.error("%s", exc)
-            raise CloseSpider("state_unavailable" if isinstance(exc, StateError) else "unknown_source") from exc
+            reason = {StateError: "state_unavailable", IndexError_: "index_unavailable"}.get(type(exc), "unknown_source")
+            raise CloseSpider(reason) from exc
         except Exception as exc:
             self.open_error = f"{exc.__class__.__name__}: {exc}"
             logger.exception("Cannot open the run")
             raise CloseSpider("open_failed") from exc
 
     async def open(self) -> None:
-        self._pool = ThreadPool(minthreads=1, maxthreads=1, name="docscraper-state")
-        self._pool.start()
         self.store = await self.db(SqlStateStore, self.config.state_url)
         store = self.store
         if self.args.is_url:
@@ -170,6 +220,10 @@ class CrawlRun:
             host=socket.gethostname(),
             pid=os.getpid(),
         )
+        if self.config.index_enabled:
+            cfg = self.config
+            self.vectors = await self.call("index", ChromaIndex, path=cfg.chroma_path, url=cfg.chroma_url,
+                                           collection=cfg.chroma_collection, telemetry=cfg.chroma_telemetry)
         self.opened = True
         logger.info(
             "Run %s of source %s (%s): %d known pages, scope %s",
@@ -339,15 +393,18 @@ class CrawlRun:
         return None
 
     async def _remove(self, page_ids: list[str]) -> int:
-        """Retire pages: their chunks go first (pages_retiring handlers), then their state rows."""
+        """Retire pages: their chunks go first, then their state rows (DESIGN rule 1)."""
         assert self.store is not None and self.source is not None
         if not page_ids:
             return 0
-        results = await self.crawler.signals.send_catch_log_async(pages_retiring, page_ids=page_ids, run=self)
-        failures = [r for _, r in results if isinstance(r, BaseException) or type(r).__name__ == "Failure"]
-        if failures:
-            logger.error("Not removing %d pages: a pages_retiring handler failed: %s", len(page_ids), failures[0])
-            return 0
+        if self.vectors is not None:
+            try:
+                deleted = await self.call("index", self.vectors.delete_pages, self.source.name, page_ids)
+            except Exception as exc:
+                logger.error("Not removing %d pages: their chunks could not be deleted: %s", len(page_ids), exc)
+                self.counters["removal_errors"] += 1
+                return 0
+            self.counters["chunks_deleted"] += deleted
         return await self.db(self.store.mark_removed, self.source.id, page_ids, self.run_id, utcnow())
 
     async def _spider_closed(self, spider: Any, reason: str) -> None:
@@ -356,8 +413,12 @@ class CrawlRun:
         finally:
             if self.store is not None:
                 self.store.close()
-            if self._pool is not None:
-                self._pool.stop()
+            if self.vectors is not None:
+                self.vectors.close()
+            if self._embedder is not None:
+                self._embedder.close()
+            for pool in self._pools.values():
+                pool.stop()
 
     async def close(self, reason: str) -> dict[str, Any] | None:
         if not self.opened:
@@ -440,7 +501,3 @@ class CrawlRun:
 def _brief(stats: dict[str, int]) -> str:
     keys = ("success.new", "success.changed", "success.unchanged", "success.removed", "skipped", "failed")
     return ", ".join(f"{k} {stats.get(k, 0)}" for k in keys)
-
-
-def iter_active(known: dict[str, PageRecord]) -> Iterable[PageRecord]:
-    return (rec for rec in known.values() if rec.status == "active")

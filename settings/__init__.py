@@ -57,6 +57,9 @@ SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 # -- pipelines --------------------------------------------------------------------------------------
 ITEM_PIPELINES = {
     "pipelines.change_detection.ChangeDetectionPipeline": 100,
+    "pipelines.chunking.ChunkingPipeline": 200,
+    "pipelines.embedding.EmbeddingPipeline": 300,
+    "pipelines.index.IndexPipeline": 400,
     "pipelines.state_commit.StateCommitPipeline": 900,
 }
 DEFAULT_DROPITEM_LOG_LEVEL = "DEBUG"
@@ -68,3 +71,4 @@ REMOTE_CONTROL_ENABLED = False
 # -- output -----------------------------------------------------------------------------------------
 LOG_LEVEL = os.environ.get("DOCSCRAPER_LOG_LEVEL", "INFO")
 FEED_EXPORT_ENCODING = "utf-8"
+FEED_EXPORT_FIELDS = ["url", "title", "markdown", "metadata"]

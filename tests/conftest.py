@@ -64,11 +64,14 @@ def crawl(tmp_path: Path) -> Crawl:
     data_dir = tmp_path / "data"
 
     def run(source: str, *args: str, settings: dict[str, str] | None = None, check: bool = True,
-            timeout: float = 300) -> CrawlResult:
-        command = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={source}"]
+            timeout: float = 300, index: bool = False, extra: list[str] | None = None) -> CrawlResult:
+        """Crawl *source*; ``-a`` arguments in *args*. The vector index is off unless *index* is true:
+        crawl-logic tests do not need the model, the index tests load the real one."""
+        command = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={source}", *(extra or [])]
         for arg in args:
             command += ["-a", arg]
-        for name, value in (settings or {}).items():
+        settings = {"DOCSCRAPER_INDEX_ENABLED": "1" if index else "0", **(settings or {})}
+        for name, value in settings.items():
             command += ["-s", f"{name}={value}"]
         env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", PYTHONWARNINGS="")
         proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
+from pathlib import Path
 
 import jsonschema
 import pytest
 
 from docscraper.report import load_schema, summarize
-from tests.conftest import Crawl, CrawlResult
+from tests.conftest import ROOT, Crawl, CrawlResult
 from tests.mockserver import DocsServer
 
 pytestmark = pytest.mark.crawl
@@ -183,3 +189,51 @@ def test_bad_arguments_fail_before_anything_is_fetched(site: DocsServer, crawl: 
     assert "Traceback" not in result.stderr
     assert site.requests == []
     assert not (result.data_dir / "state.db").exists()
+
+
+def test_feed_export_has_url_title_markdown_metadata(site: DocsServer, crawl: Crawl, tmp_path: Path) -> None:
+    out = tmp_path / "pages.jsonl"
+    crawl(f"{site.base_url}/docs/", extra=["-O", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == ALLOWED_PAGES
+    assert all(set(row) == {"url", "title", "markdown", "metadata"} for row in rows)
+    cli = next(row for row in rows if row["url"].endswith("/reference/cli.html"))
+    assert cli["metadata"]["finder"] == "llms-full" and cli["metadata"]["change"] == "new"
+    tuning = next(row for row in rows if row["url"].endswith("/guide/advanced/tuning.html"))
+    assert "18,000 events per second" in tuning["markdown"]
+    assert "Edit this page" not in tuning["markdown"]
+    # an unchanged second run exports nothing: feeds see what went through the pipelines
+    crawl(f"{site.base_url}/docs/", extra=["-O", str(out)])
+    assert out.read_text().strip() == ""
+
+
+def test_sigterm_mid_crawl_is_aborted_and_removes_nothing(site: DocsServer, crawl: Crawl, tmp_path: Path) -> None:
+    crawl(f"{site.base_url}/docs/")
+    # make every page slow, so the second crawl is surely under way when it is stopped
+    routes_path = site.root / "_routes.json"
+    routes = json.loads(routes_path.read_text())
+    for page in ("guide/delivery.html", "guide/security.html", "reference/api/events.html"):
+        routes[f"/docs/{page}"] = {"status": 200, "body": "<html><body><main><p>slow</p></main></body></html>",
+                                   "delay": 8}
+    routes_path.write_text(json.dumps(routes))
+    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={site.base_url}/docs/",
+         "-s", "DOCSCRAPER_INDEX_ENABLED=0", "-s", "DOWNLOAD_TIMEOUT=60"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and site.hits("/docs/guide/delivery.html") < 2:
+        time.sleep(0.1)
+    assert site.hits("/docs/guide/delivery.html") >= 2, "the crawl never reached the slow page"
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=120)
+    report = json.loads(next((tmp_path / "data" / "runs").glob("*/crawl-metadata.json")).read_text())
+    jsonschema.validate(report, load_schema())
+    assert report["result"] == "aborted" and report["closeReason"] == "shutdown", stderr[-2000:]
+    assert report["stats"]["success.removed"] == 0
+    assert report["removal"]["performed"] is False
+    db = sqlite3.connect(tmp_path / "data" / "state.db")
+    statuses = Counter(status for (status,) in db.execute("SELECT status FROM pages"))
+    db.close()
+    assert statuses["active"] == ALLOWED_PAGES and statuses["removed"] == 0

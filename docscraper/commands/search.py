@@ -1,0 +1,72 @@
+"""``scrapy search "question" [-k 5] [--source NAME] [--json] [--all-chunks]``: ask the index."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.embedding import EmbeddingError
+from docscraper.search import Searcher
+from docscraper.vectors import IndexError_
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+
+    def syntax(self) -> str:
+        return '"question" [-k N] [--source NAME] [--json] [--all-chunks]'
+
+    def short_desc(self) -> str:
+        return "Search the vector index for the chunks that best answer a question"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("-k", type=int, default=5, help="how many results (default 5)")
+        parser.add_argument("--source", help="only this source's pages")
+        parser.add_argument("--json", action="store_true", help="print a JSON list")
+        parser.add_argument("--all-chunks", action="store_true", help="allow several chunks of one page")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or not args[0].strip():
+            raise UsageError('give one question, in quotes: scrapy search "how do I ..."')
+        if opts.k < 1:
+            raise UsageError("-k must be 1 or more")
+        assert self.settings is not None
+        try:
+            config = DocscraperConfig.from_settings(self.settings)
+            if config.chroma_url is None and not config.chroma_path.exists():
+                print(f"error: no index at {config.chroma_path}; crawl a source first", file=sys.stderr)
+                self.exitcode = 1
+                return
+            searcher = Searcher(config)
+            try:
+                results = searcher.search(args[0], k=opts.k, source=opts.source,
+                                          per_page=None if opts.all_chunks else 1)
+            finally:
+                searcher.close()
+        except (ConfigError, EmbeddingError, IndexError_, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 1
+            return
+        if opts.json:
+            print(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+            return
+        if not results:
+            print("No results." + (f" (source {opts.source!r} has no chunks?)" if opts.source else ""))
+            return
+        for r in results:
+            where = f"{r.title} > {r.heading}" if r.heading else r.title
+            print(f"{r.rank}. [{r.score:.3f}] {where}\n   {r.url}")
+            body = " ".join(r.text.split())
+            print(textwrap.indent(textwrap.fill(body[:400] + ("..." if len(body) > 400 else ""), 100), "   "))
+            print()

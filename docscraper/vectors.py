@@ -1,0 +1,194 @@
+"""The vector index: one small interface, one Chroma implementation.
+
+One collection (``DOCSCRAPER_CHROMA_COLLECTION``, default ``docs``) in cosine space. The persistent
+client keeps it under ``DATA_DIR/chroma``; ``DOCSCRAPER_CHROMA_URL`` (``http://host:port``) selects a
+Chroma server through the HTTP client instead, with the same code path. Chroma's anonymized telemetry is
+off unless ``DOCSCRAPER_CHROMA_TELEMETRY`` turns it on; Chroma's default embedding function (which would
+download a model) is never used: docscraper always passes its own vectors.
+
+Chunk ids are deterministic: ``<page id>-<first 12 hex of the page's content hash>-<chunk index>``.
+Metadata per chunk: ``source``, ``page_id``, ``url``, ``title``, ``heading``, ``chunk_index``,
+``content_hash`` (the page's), ``chunk_hash`` (the chunk's embed text, for reusing its vector),
+``token_count``, ``part``. All calls are blocking; the crawl runs them on the run's index thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import numpy as np
+
+__all__ = [
+    "ChromaIndex",
+    "ChunkRecord",
+    "IndexError_",
+    "SearchHit",
+    "VectorIndex",
+    "chunk_id",
+]
+
+logger = logging.getLogger(__name__)
+
+
+class IndexError_(RuntimeError):
+    """The vector index cannot be opened or written; the message says which and why."""
+
+
+def chunk_id(page_id: str, content_hash: str, index: int) -> str:
+    return f"{page_id}-{content_hash[:12]}-{index:04d}"
+
+
+@dataclass(frozen=True)
+class ChunkRecord:
+    id: str
+    document: str
+    embedding: np.ndarray
+    metadata: Mapping[str, str | int | float | bool]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    id: str
+    document: str
+    metadata: dict[str, Any]
+    score: float  # cosine similarity, 1 is identical
+
+
+class VectorIndex(Protocol):
+    def page_chunks(self, source: str, page_id: str) -> dict[str, str]:
+        """The page's stored chunks: id -> chunk_hash."""
+        ...
+    def vectors_for(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def upsert(self, chunks: Sequence[ChunkRecord]) -> None: ...
+    def delete(self, ids: Sequence[str]) -> None: ...
+    def delete_pages(self, source: str, page_ids: Iterable[str]) -> int: ...
+    def count(self, source: str | None = None, page_id: str | None = None) -> int: ...
+    def query(self, vector: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]: ...
+    def close(self) -> None: ...
+
+
+def _where(source: str | None, page_id: str | None = None) -> dict[str, Any] | None:
+    clauses: list[dict[str, Any]] = []
+    if source is not None:
+        clauses.append({"source": source})
+    if page_id is not None:
+        clauses.append({"page_id": page_id})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class ChromaIndex:
+    """:class:`VectorIndex` on Chroma (persistent directory, or a server)."""
+
+    def __init__(self, *, path: Path | None = None, url: str | None = None, collection: str = "docs",
+                 telemetry: bool = False) -> None:
+        try:
+            import chromadb
+            from chromadb.config import Settings
+
+            settings = Settings(anonymized_telemetry=telemetry)
+            if url:
+                parts = urlsplit(url)
+                self.client = chromadb.HttpClient(
+                    host=parts.hostname or "localhost",
+                    port=parts.port or (443 if parts.scheme == "https" else 8000),
+                    ssl=parts.scheme == "https",
+                    settings=settings,
+                )
+                self.location = url
+            else:
+                assert path is not None, "a path or a url is required"
+                path.mkdir(parents=True, exist_ok=True)
+                self.client = chromadb.PersistentClient(path=str(path), settings=settings)
+                self.location = str(path)
+            self.collection = self.client.get_or_create_collection(
+                collection, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+            )
+            self.max_batch = int(self.client.get_max_batch_size())
+        except Exception as exc:
+            where = url or str(path)
+            raise IndexError_(f"cannot open Chroma at {where}: {exc.__class__.__name__}: {exc}") from exc
+        with warnings.catch_warnings():
+            # Chroma warns that a collection without an embedding function has a "legacy" config.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            space = (self.collection.configuration or {}).get("hnsw", {}) or {}
+        if space.get("space") not in (None, "cosine"):
+            raise IndexError_(f"collection {collection!r} at {self.location} uses {space.get('space')} space, "
+                              "not cosine; use another DOCSCRAPER_CHROMA_COLLECTION")
+
+    def _batches(self, items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+        step = max(1, min(self.max_batch, 1000))
+        for start in range(0, len(items), step):
+            yield items[start : start + step]
+
+    def page_chunks(self, source: str, page_id: str) -> dict[str, str]:
+        result = self.collection.get(where=_where(source, page_id), include=["metadatas"])
+        metadatas = result.get("metadatas") or []
+        return {cid: str((meta or {}).get("chunk_hash", "")) for cid, meta in zip(result["ids"], metadatas, strict=True)}
+
+    def vectors_for(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for batch in self._batches(list(ids)):
+            result = self.collection.get(ids=list(batch), include=["embeddings"])
+            embeddings = result.get("embeddings")
+            if embeddings is None:
+                continue
+            for cid, vector in zip(result["ids"], embeddings, strict=True):
+                found[cid] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def upsert(self, chunks: Sequence[ChunkRecord]) -> None:
+        for batch in self._batches(list(chunks)):
+            self.collection.upsert(
+                ids=[c.id for c in batch],
+                embeddings=np.stack([c.embedding for c in batch]).astype(np.float32),
+                documents=[c.document for c in batch],
+                metadatas=[dict(c.metadata) for c in batch],
+            )
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for batch in self._batches(list(ids)):
+            self.collection.delete(ids=list(batch))
+
+    def delete_pages(self, source: str, page_ids: Iterable[str]) -> int:
+        deleted = 0
+        for pid in page_ids:
+            ids = list(self.page_chunks(source, pid))
+            if ids:
+                self.delete(ids)
+                deleted += len(ids)
+        return deleted
+
+    def count(self, source: str | None = None, page_id: str | None = None) -> int:
+        where = _where(source, page_id)
+        if where is None:
+            return int(self.collection.count())
+        return len(self.collection.get(where=where, include=[])["ids"])
+
+    def query(self, vector: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]:
+        if self.collection.count() == 0:
+            return []
+        result = self.collection.query(
+            query_embeddings=[np.asarray(vector, dtype=np.float32)],
+            n_results=k,
+            where=_where(source),
+            include=["documents", "metadatas", "distances"],
+        )
+        hits = []
+        for cid, doc, meta, dist in zip(result["ids"][0], (result["documents"] or [[]])[0],
+                                        (result["metadatas"] or [[]])[0], (result["distances"] or [[]])[0],
+                                        strict=True):
+            hits.append(SearchHit(cid, doc or "", dict(meta or {}), 1.0 - float(dist)))
+        return hits
+
+    def close(self) -> None:
+        # Chroma has no public close; dropping the references lets the persistent client release its files.
+        self.collection = None  # type: ignore[assignment]
+        self.client = None  # type: ignore[assignment]

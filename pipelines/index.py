@@ -1,0 +1,80 @@
+"""Index: write a page's chunks to the vector index, then delete the page's other chunks.
+
+DESIGN rule 1, per page: upsert the new chunks, delete the page's stale chunks, and only then let the
+state commit (the next pipeline) record the page's new hash. A page whose content did not change never
+gets here. Chunk ids are ``<page id>-<content hash[:12]>-<index>``; metadata per DESIGN.
+
+Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``docscraper/chunks_deleted``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import NotConfigured
+
+from docscraper.items import PageItem
+from docscraper.run import run_for
+from docscraper.vectors import ChunkRecord, chunk_id
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+__all__ = ["IndexPipeline"]
+
+logger = logging.getLogger(__name__)
+
+
+class IndexPipeline:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
+        if not crawler.settings.getbool("DOCSCRAPER_INDEX_ENABLED", True):
+            raise NotConfigured
+        return cls(crawler)
+
+    async def process_item(self, item: object) -> object:
+        run = run_for(self.crawler)
+        if run is None or run.vectors is None or not isinstance(item, PageItem):
+            return item
+        meta = item.metadata
+        source = run.source.name if run.source else ""
+        if not item.previous_chunks and not item.chunks:
+            item.previous_chunks = await run.call("index", run.vectors.page_chunks, source, meta.page_id)
+        records = [
+            ChunkRecord(
+                id=chunk_id(meta.page_id, meta.content_hash, chunk.index),
+                document=chunk.text,
+                embedding=vector,
+                metadata={
+                    "source": source,
+                    "page_id": meta.page_id,
+                    "url": item.url,
+                    "title": item.title,
+                    "heading": chunk.heading,
+                    "chunk_index": chunk.index,
+                    "content_hash": meta.content_hash,
+                    "chunk_hash": chunk.chunk_hash,
+                    "token_count": chunk.token_count,
+                    "part": chunk.part or "",
+                    "path": meta.path,
+                },
+            )
+            for chunk, vector in zip(item.chunks, item.embeddings, strict=True)
+        ]
+        new_ids = {record.id for record in records}
+        stale = [cid for cid in item.previous_chunks if cid not in new_ids]
+        if records:
+            await run.call("index", run.vectors.upsert, records)
+        if stale:
+            await run.call("index", run.vectors.delete, stale)
+        added = len(new_ids - set(item.previous_chunks))
+        run.counters["chunks_added"] += added
+        run.counters["chunks_deleted"] += len(stale)
+        run.stat("chunks_added", added)
+        run.stat("chunks_deleted", len(stale))
+        meta.chunk_count = len(records)
+        return item
