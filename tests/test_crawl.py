@@ -237,3 +237,67 @@ def test_sigterm_mid_crawl_is_aborted_and_removes_nothing(site: DocsServer, craw
     statuses = Counter(status for (status,) in db.execute("SELECT status FROM pages"))
     db.close()
     assert statuses["active"] == ALLOWED_PAGES and statuses["removed"] == 0
+
+
+def test_410_retires_at_once_404_after_two_runs_5xx_never(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/")
+    routes_path = site.root / "_routes.json"
+    routes = json.loads(routes_path.read_text())
+    routes["/docs/guide/security.html"] = {"status": 410, "body": "gone"}
+    routes["/docs/reference/api/events.html"] = {"status": 503, "body": "down"}
+    routes_path.write_text(json.dumps(routes))
+    (site.root / "docs" / "glossary.html").unlink()  # still linked and listed: answers 404
+    second = crawl(f"{site.base_url}/docs/")
+    assert_valid(second)
+    assert second.keys("success", "removed") == {"guide/security.html"}
+    assert {"glossary.html", "reference/api/events.html"} <= second.keys("failed", "httpError")
+    assert second.report["result"] == "partial"
+    third = crawl(f"{site.base_url}/docs/")
+    assert third.keys("success", "removed") == {"glossary.html"}
+    fourth = crawl(f"{site.base_url}/docs/")
+    assert "reference/api/events.html" in fourth.keys("failed")
+    table = pages_table(fourth)
+    assert table["reference/api/events.html"][0] == "active"  # a 5xx never removes
+    assert table["glossary.html"][0] == "removed" and table["guide/security.html"][0] == "removed"
+
+
+def test_mass_removal_is_refused_unless_forced(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/")
+    # the site loses its discovery files and the home page its links: almost nothing is reachable
+    for name in ("docs/llms.txt", "docs/llms-full.txt", "sitemap_index.xml"):
+        (site.root / name).unlink()
+    (site.root / "docs" / "index.html").write_text("<html><body><main><h1>Acme Relay</h1><p>Moved.</p></main></body></html>")
+    refused = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(refused)
+    assert report["removal"]["refusedByCap"] is True and report["stats"]["success.removed"] == 0
+    assert "DOCSCRAPER_FORCE_DELETE" in report["removal"]["reason"]
+    assert sum(1 for status, *_ in pages_table(refused).values() if status == "active") == ALLOWED_PAGES
+    forced = crawl(f"{site.base_url}/docs/", settings={"DOCSCRAPER_FORCE_DELETE": "1"})
+    assert forced.report["stats"]["success.removed"] == ALLOWED_PAGES - 1
+
+
+def test_unmappable_llms_full_degrades_to_crawling(site: DocsServer, crawl: Crawl) -> None:
+    full = site.root / "docs" / "llms-full.txt"
+    text = "\n".join(line for line in full.read_text().splitlines() if not line.startswith("Source:"))
+    full.write_text(text.replace("# ", "# Untitled ", 1))
+    result = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(result)
+    info = report["discovery"]["llms-full"]
+    assert info["mapped"] < 4 and info["problem"]
+    # the pages the file could not stand for are fetched and indexed once, from their HTML
+    assert report["stats"]["success.new"] == ALLOWED_PAGES
+    from_file = {k for k, e in report["items"].items() if e.get("finder") == "llms-full" and e["status"] == "success"}
+    assert len(from_file) == info["mapped"]
+    for page in ("getting-started/quickstart.html", "getting-started/configuration.html", "faq.html",
+                 "reference/cli.html"):
+        assert site.hits(f"/docs/{page}") == (0 if page in from_file else 1), page
+
+
+def test_llms_txt_argument_when_auto_detection_cannot_find_it(site: DocsServer, crawl: Crawl) -> None:
+    (site.root / "docs" / "llms.txt").rename(site.root / "llms-index.txt")
+    plain = crawl(f"{site.base_url}/docs/")
+    assert plain.report["discovery"]["llms"]["url"] is None
+    given = crawl(f"{site.base_url}/docs/", f"llms_txt={site.base_url}/llms-index.txt")
+    report = assert_valid(given)
+    assert report["discovery"]["llms"]["links"] == 11
+    assert report["discovery"]["llms"]["url"] == f"{site.base_url}/llms-index.txt"
