@@ -23,9 +23,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", default=str(ROOT / "data" / "demo"))
     parser.add_argument("--runs", type=int, default=2, help="how many crawls to run (default 2)")
+    parser.add_argument("--port", type=int, default=8765, help="loopback port of the example site (default 8765)")
     options = parser.parse_args()
     env = dict(os.environ, DOCSCRAPER_DATA_DIR=options.data_dir)
-    with DocsServer(ROOT / "tests" / "site").start() as server:
+    # A fixed port keeps the source (named after host and port) the same from one demo to the next.
+    with DocsServer(ROOT / "tests" / "site", port=options.port).start() as server:
         source = f"{server.base_url}/docs/"
         print(f"Serving the example site at {source}", flush=True)
         for number in range(1, options.runs + 1):
@@ -46,7 +48,9 @@ def main() -> int:
                 f"unchanged {stats['success.unchanged']}, removed {stats['success.removed']}, "
                 f"skipped {stats['skipped']}, failed {stats['failed']}\nreport: {latest}"
             )
-    return 0
+        question = "How long are dead letters kept?"
+        print(f"\n=== scrapy search {question!r}", flush=True)
+        return subprocess.call([sys.executable, "-m", "scrapy", "search", question, "-k", "3"], cwd=ROOT, env=env)
 
 
 if __name__ == "__main__":

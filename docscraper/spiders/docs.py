@@ -377,6 +377,7 @@ class DocsSpider(scrapy.Spider):
             for request in self._follow(list(known.links), depth):
                 yield request
             pid, key = known.page_id, known.rel_path or key
+            run.emitted.add(pid)
             await run.page_unchanged(pid, key, etag=None, last_modified=None, http_status=304,
                                      fetched_at=fetched_at, url=response.url, finder=finder, depth=depth,
                                      httpStatus=304)
