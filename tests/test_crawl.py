@@ -89,6 +89,9 @@ def test_second_crawl_is_all_unchanged_and_rewrites_nothing(site: DocsServer, cr
     stats = report["stats"]
     assert stats["success.unchanged"] == ALLOWED_PAGES
     assert stats["success.new"] == stats["success.changed"] == stats["success.removed"] == 0
+    # the same refusals, for the same reasons, as the first run
+    assert {k: second.report["items"][k]["statusReason"] for k in second.keys("skipped")} == {
+        k: first.report["items"][k]["statusReason"] for k in first.keys("skipped")}
     after = pages_table(second)
     # content hashes and last-changed times are untouched
     assert {k: (v[1], v[3]) for k, v in after.items()} == {k: (v[1], v[3]) for k, v in before.items()}
