@@ -103,10 +103,10 @@ class SentenceTransformerEmbedder:
         self._tokenizer = copy.deepcopy(tokenizer)
         self._lock = threading.Lock()
         self._count_lock = threading.Lock()
-        limit = int(self._model.max_seq_length or tokenizer.model_max_length)
+        limit = int(self._model.max_seq_length or tokenizer.model_max_length or 512)
         self._max_tokens = min(limit, int(tokenizer.model_max_length or limit))
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
-        self._dimension = int(get_dim())
+        self._dimension = int(get_dim() or 0)
         logger.info("Loaded embedding model %s on %s (dim %d, max %d tokens)", self.name, self.device,
                     self._dimension, self._max_tokens)
 
@@ -149,4 +149,4 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def close(self) -> None:
-        self._model = None
+        self._model = None  # type: ignore[assignment]

@@ -181,7 +181,8 @@ class CrawlRun:
         except (StateError, LookupError, IndexError_) as exc:
             self.open_error = str(exc)
             logger.error("%s", exc)
-            reason = {StateError: "state_unavailable", IndexError_: "index_unavailable"}.get(type(exc), "unknown_source")
+            reasons: dict[type[Exception], str] = {StateError: "state_unavailable", IndexError_: "index_unavailable"}
+            reason = reasons.get(type(exc), "unknown_source")
             raise CloseSpider(reason) from exc
         except Exception as exc:
             self.open_error = f"{exc.__class__.__name__}: {exc}"

@@ -176,7 +176,7 @@ class ChromaIndex:
         if self.collection.count() == 0:
             return []
         result = self.collection.query(
-            query_embeddings=[np.asarray(vector, dtype=np.float32)],
+            query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],
             n_results=k,
             where=_where(source),
             include=["documents", "metadatas", "distances"],

@@ -14,7 +14,7 @@ Settings: ``DOCSCRAPER_INDEX_ENABLED``, ``DOCSCRAPER_EMBEDDING_*``. Stats:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
@@ -25,7 +25,7 @@ from docscraper.run import CrawlRun, run_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from twisted.internet.interfaces import IDelayedCall
+    from twisted.internet.base import DelayedCall
 
 __all__ = ["EmbeddingPipeline"]
 
@@ -36,7 +36,7 @@ class EmbeddingPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self._pending: list[tuple[str, Deferred[Any]]] = []
-        self._timer: IDelayedCall | None = None
+        self._timer: DelayedCall | None = None
         self._busy = False
 
     @classmethod
@@ -46,8 +46,7 @@ class EmbeddingPipeline:
         return cls(crawler)
 
     def close_spider(self) -> None:
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+        self._disarm()
 
     async def process_item(self, item: object) -> object:
         run = run_for(self.crawler)
@@ -83,21 +82,30 @@ class EmbeddingPipeline:
     # batching ------------------------------------------------------------------------------------
 
     def _submit(self, run: CrawlRun, text: str) -> Deferred[Any]:
-        from twisted.internet import reactor
-
         result: Deferred[Any] = Deferred()
         self._pending.append((text, result))
         if len(self._pending) >= run.config.embedding_batch_size:
             self._flush(run)
-        elif self._timer is None or not self._timer.active():
-            self._timer = reactor.callLater(run.config.embedding_flush_seconds, self._flush, run)  # type: ignore[attr-defined]
+        else:
+            self._arm(run)
         return result
+
+    def _arm(self, run: CrawlRun) -> None:
+        """Flush a partial batch after DOCSCRAPER_EMBEDDING_FLUSH_SECONDS, unless a flush is due already."""
+        from twisted.internet import reactor
+
+        if self._timer is None or not self._timer.active():
+            self._timer = cast("Any", reactor).callLater(run.config.embedding_flush_seconds, self._flush, run)
+
+    def _disarm(self) -> None:
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
 
     def _flush(self, run: CrawlRun) -> None:
         if self._busy or not self._pending:
             return
-        if self._timer is not None and self._timer.active():
-            self._timer.cancel()
+        self._disarm()
         # Large batches keep the model busy; the model splits them into its own batch size.
         limit = run.config.embedding_batch_size * 4
         batch, self._pending = self._pending[:limit], self._pending[limit:]
@@ -116,18 +124,11 @@ class EmbeddingPipeline:
             return
         finally:
             self._busy = False
-            if self._pending:
-                if len(self._pending) >= run.config.embedding_batch_size:
-                    self._flush(run)
-                else:
-                    self._arm(run)
+            if len(self._pending) >= run.config.embedding_batch_size:
+                self._flush(run)
+            elif self._pending:
+                self._arm(run)
         run.counters["embeddings_computed"] += len(batch)
         run.stat("embeddings_computed", len(batch))
         for (_, waiter), vector in zip(batch, vectors, strict=True):
             waiter.callback(vector)
-
-    def _arm(self, run: CrawlRun) -> None:
-        from twisted.internet import reactor
-
-        if self._timer is None or not self._timer.active():
-            self._timer = reactor.callLater(run.config.embedding_flush_seconds, self._flush, run)  # type: ignore[attr-defined]

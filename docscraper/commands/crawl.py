@@ -16,14 +16,16 @@ from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
 if TYPE_CHECKING:
     import argparse
 
+    from scrapy import Spider
     from scrapy.crawler import Crawler
 
 
 class Command(ScrapyCrawlCommand):
-    _crawler: Crawler | None = None
+    _last_crawler: Crawler | None = None
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if args and args[0] == "docs":
+            assert self.settings is not None
             try:
                 CrawlArgs.parse(opts.spargs)
                 DocscraperConfig.from_settings(self.settings)
@@ -32,10 +34,10 @@ class Command(ScrapyCrawlCommand):
                 self.exitcode = 2
                 return
         super().run(args, opts)
-        run = getattr(getattr(self._crawler, "spider", None), "run", None)
+        run = getattr(getattr(self._last_crawler, "spider", None), "run", None)
         if run is not None and getattr(run, "open_error", None):
             self.exitcode = 1
 
-    def _create_crawler(self, spname: str) -> Crawler:
-        self._crawler: Crawler | None = super()._create_crawler(spname)
-        return self._crawler
+    def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:
+        self._last_crawler = super()._create_crawler(spidercls)
+        return self._last_crawler

@@ -72,10 +72,16 @@ def _meta(pid: str, finder: str, depth: int, key: str, **extra: Any) -> dict[str
     }
 
 
+def _header(response: Response, name: bytes) -> str:
+    value = response.headers.get(name)
+    return value.decode("latin-1") if value else ""
+
+
 class DocsSpider(scrapy.Spider):
     name = "docs"
 
     run: CrawlRun
+    link_extractor: LinkExtractor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Spider.__init__ would copy every argument onto the spider; arguments are parsed instead.
@@ -113,7 +119,7 @@ class DocsSpider(scrapy.Spider):
 
     @staticmethod
     def _is_text_file(response: Response) -> bool:
-        ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").lower()
+        ctype = _header(response, b"Content-Type").lower()
         head = response.body[:256].lstrip().lower()
         return "html" not in ctype and not head.startswith((b"<!doctype", b"<html"))
 
@@ -173,7 +179,8 @@ class DocsSpider(scrapy.Spider):
         links inside those sections."""
         run = self.run
         info: dict[str, Any] = {}
-        run.discovery["llms"] = info_llms = {"url": None, "links": 0}
+        info_llms: dict[str, Any] = {"url": None, "links": 0}
+        run.discovery["llms"] = info_llms
         run.discovery["llms-full"] = info
         if not run.config.discovery_llms and not run.args.llms_txt:
             return [], [], []
@@ -382,7 +389,7 @@ class DocsSpider(scrapy.Spider):
                                      fetched_at=fetched_at, url=response.url, finder=finder, depth=depth,
                                      httpStatus=304)
             return
-        ctype = response.headers.get(b"Content-Type", b"").decode("latin-1").split(";")[0].strip().lower()
+        ctype = _header(response, b"Content-Type").split(";")[0].strip().lower()
         is_markdown = ctype in ("text/markdown", "text/x-markdown") or (
             ctype in ("text/plain", "") and is_markdown_url(response.url)
         )
@@ -428,7 +435,6 @@ class DocsSpider(scrapy.Spider):
             detail = "page has scripts but no static content; try rendering" if extracted.has_scripts_only else "no main content"
             run.counters["empty_pages"] += 1
             logger.warning("%s: %s", response.url, detail)
-        headers = response.headers
         item = self._item(
             response.url,
             extracted,
@@ -438,8 +444,8 @@ class DocsSpider(scrapy.Spider):
             depth=depth,
             http_status=response.status,
             content_type=ctype or None,
-            etag=headers.get(b"ETag", b"").decode("latin-1") or None,
-            last_modified=headers.get(b"Last-Modified", b"").decode("latin-1") or None,
+            etag=_header(response, b"ETag") or None,
+            last_modified=_header(response, b"Last-Modified") or None,
             fetched_at=fetched_at,
         )
         item.metadata.links = links
@@ -482,6 +488,7 @@ class DocsSpider(scrapy.Spider):
         pid = request.meta.get("docscraper_page_id")
         fetched_at = _iso(utcnow())
         if failure.check(HttpError):
+            assert isinstance(failure.value, HttpError)
             response = failure.value.response
             status = response.status
             run.page_failed(response.url, "httpError", f"HTTP {status}", http_status=status,
@@ -501,5 +508,6 @@ class DocsSpider(scrapy.Spider):
             reason = "network"
         else:
             reason = "error"
-        run.page_failed(url, reason, f"{failure.type.__name__}: {failure.getErrorMessage()}", pid=pid,
+        kind = failure.type.__name__ if failure.type else "Error"
+        run.page_failed(url, reason, f"{kind}: {failure.getErrorMessage()}", pid=pid,
                         fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))

@@ -284,7 +284,22 @@ class SqlStateStore:
                     PageRow.links,
                 ).where(PageRow.source_id == source_id)
             )
-            return {row.page_id: PageRecord(*row[:-1], links=tuple(row.links or ())) for row in rows}
+            return {
+                row.page_id: PageRecord(
+                    page_id=row.page_id,
+                    url=row.url,
+                    status=row.status,
+                    content_hash=row.content_hash,
+                    etag=row.etag,
+                    last_modified=row.last_modified,
+                    rel_path=row.rel_path,
+                    failure_count=row.failure_count or 0,
+                    not_found_runs=row.not_found_runs or 0,
+                    chunk_count=row.chunk_count,
+                    links=tuple(row.links or ()),
+                )
+                for row in rows
+            }
 
     def commit_page(self, source_id: int, page: PageWrite) -> None:
         values = {
@@ -385,7 +400,7 @@ class SqlStateStore:
                     .where(PageRow.source_id == source_id, PageRow.page_id.in_(ids[start : start + 500]))
                     .values(status="removed", last_run_id=run_id, last_changed=at, chunk_count=0)
                 )
-                count += result.rowcount or 0
+                count += getattr(result, "rowcount", 0) or 0
         return count
 
     # runs ------------------------------------------------------------------------------------------
