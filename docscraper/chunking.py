@@ -9,20 +9,22 @@ The algorithm
 -------------
 
 1. **Blocks.** A small line-based splitter (no Markdown library: the input is our own normalized
-   Markdown, and only block boundaries matter) cuts the page into headings, fenced code blocks (``````` or
-   ``~~~``, any length, closed by a fence of the same character at least as long; an unclosed fence runs to
-   the end of the page and is closed in the chunk), pipe tables (a ``|`` row followed by a delimiter row),
+   Markdown, and only block boundaries matter) cuts the page into headings, fenced code blocks (three or
+   more backticks or tildes, closed by a fence of the same character at least as long; an unclosed fence
+   runs to the end of the page and is closed in the chunk), pipe tables (a ``|`` row followed by a delimiter row),
    list items (a list is split between its top-level items) and paragraphs (everything else: quotes,
    rules, HTML). Setext headings and indented code are not recognised; they stay text.
 2. **Sections.** Every heading opens a section whose *heading path* is the titles of the headings above it
    and its own, joined with ``" > "`` (inline code ticks, bold markers and link targets removed). The
    page title is not part of the path: a first heading that is an H1 equal to the page title (compared
    without inline markup, case and spacing) is dropped from the path *and* from the text, since the
-   title already leads every ``embed_text``. Text before the first heading has the path ``""``.
+   title already leads every ``embed_text``. Text before the first heading, and under that title H1,
+   has the path ``""``. Headings inside code fences are code.
 3. **Counting.** The smallest units (sentences of paragraphs, lines of lists and code, rows of tables,
-   fence lines, every context prefix) are counted in **one** batched tokenizer call; a block's size is
-   the sum of its units' sizes without the special tokens. This is exact for BERT-style tokenizers
-   (whitespace splits words) and close for others; step 7 measures the real thing.
+   fence lines, every context prefix; each distinct text once) are counted in **one** batched tokenizer
+   call; a block's size is the sum of its units' sizes without the special tokens. This is exact for
+   BERT-style tokenizers (whitespace splits words) and close for others; step 8 measures the real thing.
+   Only oversized units (step 6) cost further, smaller calls.
 4. **Merging tiny sections.** A section whose estimated chunk is under ``min_tokens`` absorbs the
    sections that follow it in document order, as long as they lie inside the same parent section (its
    siblings and their descendants, its own children) and the merged chunk stays within ``target_tokens``.
@@ -31,16 +33,18 @@ The algorithm
    prefix** of its sections' paths (so it never claims a subsection it only partly is); each section's
    heading line stays in the text.
 5. **Packing.** A section that does not fit ``target_tokens`` is packed greedily, block by block, into
-   chunks of about ``total / ceil(total / target)`` tokens (so the last chunk is not a crumb), never more
+   chunks that share what is left evenly (so the last chunk is not a crumb), never more
    than ``target_tokens`` except for a single block that is larger than the target but fits
    ``max_tokens``, which gets a chunk of its own. A heading line always stays with the block after it.
-6. **Oversized blocks** (larger than ``max_tokens`` with the context prefix) are split into parts, each
-   its own chunk with ``part = "i/n"``: code on line boundaries, every part re-opened and closed with the
+   A last chunk under ``min_tokens`` (a trailing "New in version 3.11.") joins the chunk before it
+   when the two fit ``max_tokens``.
+6. **Oversized blocks** (larger than ``max_tokens`` with the context prefix) are split into parts of
+   about ``target_tokens``, one part a chunk, labelled ``part = "i/n"``: code on line boundaries, every part re-opened and closed with the
    block's own fence and info string; tables by rows, every part repeating the header and delimiter rows;
    list items by lines; paragraphs at sentence boundaries. A unit still too large (one enormous line,
    sentence or table row) is cut at whitespace, and a word still too large into runs of characters.
    Nothing is ever dropped. Small blocks just before an oversized one (an "Example:" line, the heading)
-   lead its first part. Only in absurd cases (a fence or table header that alone takes half the budget)
+   lead its first part, and small blocks after it may join its last part. Only in absurd cases (a fence or table header that alone takes half the budget)
    are the lines packed without repeating the fence or header.
 7. **Overlap.** When a section is split into several chunks, the next chunk starts with up to
    ``overlap_tokens`` of whole trailing sentences (paragraphs) or whole items/lines (lists) of the
@@ -76,6 +80,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 __all__ = ["Chunk", "Chunker", "ChunkingConfig", "TokenCounter", "hf_token_counter"]
@@ -408,11 +413,11 @@ class _Piece:
     tail: list[_Unit] = field(default_factory=list)  # closing fence
     split: bool = False  # one of several parts of its block
 
-    @property
+    @cached_property
     def tokens(self) -> int:
         return sum(u.tokens for u in self.head) + sum(u.tokens for u in self.units) + sum(u.tokens for u in self.tail)
 
-    @property
+    @cached_property
     def text(self) -> str:
         body = "".join(u.text if k == 0 else u.sep + u.text for k, u in enumerate(self.units)).rstrip()
         if not self.head and not self.tail:
@@ -441,11 +446,11 @@ class _Draft:
     prefix: str
     pieces: list[_Piece]
 
-    @property
+    @cached_property
     def text(self) -> str:
         return _render(self.pieces)
 
-    @property
+    @cached_property
     def embed_text(self) -> str:
         return f"{self.prefix}\n\n{self.text}" if self.prefix else self.text
 
@@ -460,20 +465,44 @@ _MAX_VERIFY_ROUNDS = 64
 class Chunker:
     """Split page Markdown into :class:`Chunk` objects that fit the embedding model.
 
-    ``count_tokens`` measures texts with the model's tokenizer (see :func:`hf_token_counter`). A chunker
-    holds no per-page state and may be reused for many pages (not concurrently from several threads
-    with a tokenizer that is not thread-safe).
+    ``count_tokens`` measures texts with the model's tokenizer (see :func:`hf_token_counter`). The
+    chunker keeps no per-page state: one instance serves every page, from several threads too when the
+    counter is thread-safe.
     """
 
     def __init__(self, count_tokens: TokenCounter, config: ChunkingConfig) -> None:
         self._counter = count_tokens
         self._config = config
-        self._special: int | None = None
-        self._cache: dict[str, int] = {}
+        self._special: int | None = None  # tokens the counter adds to every text ([CLS] and [SEP])
 
     @property
     def config(self) -> ChunkingConfig:
         return self._config
+
+    def chunk(self, markdown: str, *, title: str) -> list[Chunk]:
+        """Return the chunks of one page, in document order; ``[]`` when there is nothing to embed.
+
+        Whitespace in ``title`` is collapsed before it goes into ``embed_text``.
+        """
+        title = _SPACE_RE.sub(" ", title or "").strip()
+        if not markdown or not markdown.strip():
+            return []
+        sections = _sections(_split_blocks(markdown), title)
+        if not sections:
+            return []
+        if self._special is None:
+            self._special = self._counter([""])[0]
+        return _Run(self._counter, self._config, self._special).chunk(sections, title)
+
+
+class _Run:
+    """The chunking of one page, with a cache of the token counts it has asked for."""
+
+    def __init__(self, counter: TokenCounter, config: ChunkingConfig, special: int) -> None:
+        self._counter = counter
+        self._config = config
+        self._special = special
+        self._cache: dict[str, int] = {}
 
     # -- counting ------------------------------------------------------------------------------------
 
@@ -494,28 +523,9 @@ class Chunker:
 
     def _content(self, text: str) -> int:
         """Tokens of ``text`` without the special tokens; additive across whitespace-joined texts."""
-        assert self._special is not None
         return max(0, self._full(text) - self._special)
 
-    # -- public --------------------------------------------------------------------------------------
-
-    def chunk(self, markdown: str, *, title: str) -> list[Chunk]:
-        """Return the chunks of one page; ``[]`` when there is nothing to embed."""
-        title = _SPACE_RE.sub(" ", title or "").strip()
-        if not markdown or not markdown.strip():
-            return []
-        sections = _sections(_split_blocks(markdown), title)
-        if not sections:
-            return []
-        self._cache = {}
-        try:
-            if self._special is None:
-                self._special = self._counter([""])[0]
-            return self._chunk(sections, title)
-        finally:
-            self._cache = {}
-
-    def _chunk(self, sections: list[_Section], title: str) -> list[Chunk]:
+    def chunk(self, sections: list[_Section], title: str) -> list[Chunk]:
         # One batched call for every unit of every block and every context prefix that can occur.
         wanted: list[str] = []
         for section in sections:
@@ -545,7 +555,8 @@ class Chunker:
             # A long prefix must not squeeze the content to nothing when the target is small.
             target = self._config.target_tokens
             budget_target = min(budget_max, max(target - prefix_tokens, target // 2, 1))
-            for chunk_pieces in self._pack(group[0], pieces, budget_target, budget_max):
+            budget_min = self._config.min_tokens - prefix_tokens
+            for chunk_pieces in self._pack(group[0], pieces, budget_target, budget_max, budget_min):
                 drafts.append(_Draft(heading, prefix, chunk_pieces))
         counts = self._verify(drafts)
         return self._finish(drafts, counts)
@@ -742,7 +753,7 @@ class Chunker:
     # -- packing -------------------------------------------------------------------------------------
 
     def _pack(
-        self, section: _Section, pieces: dict[int, _Piece], budget_target: int, budget_max: int
+        self, section: _Section, pieces: dict[int, _Piece], budget_target: int, budget_max: int, budget_min: int
     ) -> list[list[_Piece]]:
         """Pack one section's blocks into chunks (module docstring, steps 5 to 7)."""
         if section.tokens <= budget_target:
@@ -798,6 +809,15 @@ class Chunker:
                 current = [overlap, part] if overlap is not None else [part]
         if current:
             drafts.append(current)
+        if len(drafts) > 1:
+            # A crumb of whole blocks left at the end (a "New in version 3.11." line) joins the chunk before
+            # it when that stays within the hard limit; its overlap is then pointless. (Parts of a split
+            # block are already balanced.)
+            last = [p for p in drafts[-1] if p.kind != _OVERLAP]
+            size = sum(p.tokens for p in last)
+            fits = sum(p.tokens for p in drafts[-2]) + size <= budget_max
+            if size < budget_min and fits and not any(p.split for p in last):
+                drafts[-2:] = [[*drafts[-2], *last]]
         return drafts
 
     # -- verification --------------------------------------------------------------------------------
@@ -850,6 +870,8 @@ class Chunker:
     def _halve(self, piece: _Piece, excess: int) -> tuple[_Piece, _Piece] | None:
         units = piece.units
         head, tail = piece.head, piece.tail
+        if piece.kind == _TABLE and not head and len(units) > 3:
+            head, units = units[:2], units[2:]  # both halves repeat the header
         if len(units) < 2:
             size = units[0].tokens if units else 0
             if units and len(units[0].text) > 1:

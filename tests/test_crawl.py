@@ -304,3 +304,18 @@ def test_llms_txt_argument_when_auto_detection_cannot_find_it(site: DocsServer, 
     report = assert_valid(given)
     assert report["discovery"]["llms"]["links"] == 11
     assert report["discovery"]["llms"]["url"] == f"{site.base_url}/llms-index.txt"
+
+
+def test_pages_over_the_size_cap_are_skipped_and_kept(site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{site.base_url}/docs/", "full=1")
+    # full=1 sends no validators, so every page is downloaded again, against a 5,000-byte cap
+    capped = crawl(f"{site.base_url}/docs/", "full=1", settings={"DOWNLOAD_MAXSIZE": "5000"})
+    report = assert_valid(capped)
+    oversized = capped.keys("skipped", "sizeLimit")
+    assert "./" in oversized and "changelog.html" in oversized  # 5,160 and 5,047 bytes
+    assert all("max size" in report["items"][k]["detail"] for k in oversized)
+    assert not capped.keys("failed") & oversized
+    # what was indexed before stays indexed: a page over the cap is not a removed page
+    assert report["stats"]["success.removed"] == 0
+    table = pages_table(capped)
+    assert table["./"][0] == "active" and table["changelog.html"][0] == "active"

@@ -22,7 +22,15 @@ from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
 from scrapy.http import Request, Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS, LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
@@ -481,7 +489,7 @@ class DocsSpider(scrapy.Spider):
                 requests.append(request)
         return requests
 
-    def on_error(self, failure: Failure) -> None:
+    def on_error(self, failure: Failure) -> list[Request]:
         run = self.run
         request: Request = failure.request  # type: ignore[attr-defined]
         url = request.url
@@ -494,20 +502,32 @@ class DocsSpider(scrapy.Spider):
             run.page_failed(response.url, "httpError", f"HTTP {status}", http_status=status,
                             pid=page_id(response.url) if request.meta.get("redirect_urls") else pid,
                             fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))
-            return
+            return []
         if failure.check(IgnoreRequest):
             message = str(failure.value)
             if "robots.txt" in message:
                 run.refuse(url, Refusal("robots", "disallowed by robots.txt"))
             elif not request.meta.get("docscraper_refused"):
                 run.refuse(url, Refusal("ignored", message or "request ignored"))
-            return
-        if failure.check(TimeoutError, TCPTimedOutError):
+            return []
+        if failure.check(DownloadCancelledError) and "max size" in str(failure.value).lower():
+            # Over DOWNLOAD_MAXSIZE: skipped, not failed; the stored copy (if any) stays as it is, and
+            # its stored links lead on. Links never seen make the frontier uncertain: nothing is removed.
+            known = run.lookup(pid or page_id(url))
+            run.reached.add(known.page_id if known else (pid or page_id(url)))
+            run.refuse(url, Refusal("sizeLimit", str(failure.value)[:200]))
+            if known is None or not known.links:
+                run.frontier_cut = run.frontier_cut or f"the links of {url} are unknown (over the size cap)"
+                return []
+            return self._follow(list(known.links), int(request.meta.get("docscraper_depth", 0)))
+        if failure.check(DownloadTimeoutError, TimeoutError, TCPTimedOutError):
             reason = "timeout"
-        elif failure.check(DNSLookupError, ConnectionRefusedError):
+        elif failure.check(CannotResolveHostError, DownloadConnectionRefusedError, DownloadFailedError,
+                           ResponseDataLossError, DNSLookupError, ConnectionRefusedError):
             reason = "network"
         else:
             reason = "error"
         kind = failure.type.__name__ if failure.type else "Error"
         run.page_failed(url, reason, f"{kind}: {failure.getErrorMessage()}", pid=pid,
                         fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))
+        return []
