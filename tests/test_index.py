@@ -138,6 +138,7 @@ def test_search_command_json(site: DocsServer, crawl: Crawl) -> None:
     plain = subprocess.run([sys.executable, "-m", "scrapy", "search", "dead letters"], cwd=ROOT, env=env,
                            capture_output=True, text=True, timeout=120)
     assert plain.returncode == 0 and "1. [" in plain.stdout
+    assert "INFO" not in plain.stderr  # the answer is not buried under Scrapy's start-up log
     empty = subprocess.run([sys.executable, "-m", "scrapy", "search", "x"], cwd=ROOT,
                            env=dict(env, DOCSCRAPER_DATA_DIR=str(Path(result.data_dir) / "nothing")),
                            capture_output=True, text=True, timeout=120)

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 class Command(ScrapyCommand):
     requires_project = True
+    # No crawl: no crawler process, so no Scrapy start-up log on the answer's screen.
+    requires_crawler_process = False
     default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
