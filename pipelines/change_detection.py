@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import TYPE_CHECKING
 
-from scrapy.exceptions import DropItem, NotConfigured
+from scrapy.exceptions import DropItem
 
 from docscraper.extraction import normalize_markdown
 from docscraper.items import PageItem
 from docscraper.run import run_for
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
+from pipelines._base import RunPipeline
 
 __all__ = ["ChangeDetectionPipeline", "content_hash"]
 
@@ -32,15 +29,8 @@ def content_hash(markdown: str) -> str:
     return hashlib.sha256(normalize_markdown(markdown).encode("utf-8")).hexdigest()
 
 
-class ChangeDetectionPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> ChangeDetectionPipeline:
-        if not crawler.settings.getbool("DOCSCRAPER_CHANGE_DETECTION_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
+class ChangeDetectionPipeline(RunPipeline):
+    enabled_setting = "DOCSCRAPER_CHANGE_DETECTION_ENABLED"
 
     async def process_item(self, item: object) -> object:
         run = run_for(self.crawler)

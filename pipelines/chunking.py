@@ -11,11 +11,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy.exceptions import NotConfigured
-
 from docscraper.chunking import Chunker, ChunkingConfig
 from docscraper.items import PageItem
 from docscraper.run import run_for
+from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -25,16 +24,12 @@ __all__ = ["ChunkingPipeline"]
 logger = logging.getLogger(__name__)
 
 
-class ChunkingPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._chunker: Chunker | None = None
+class ChunkingPipeline(RunPipeline):
+    enabled_setting = "DOCSCRAPER_INDEX_ENABLED"
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> ChunkingPipeline:
-        if not crawler.settings.getbool("DOCSCRAPER_INDEX_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._chunker: Chunker | None = None
 
     async def process_item(self, item: object) -> object:
         run = run_for(self.crawler)

@@ -16,12 +16,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, cast
 
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
 from docscraper.items import PageItem
 from docscraper.run import CrawlRun, run_for
+from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -32,18 +32,14 @@ __all__ = ["EmbeddingPipeline"]
 logger = logging.getLogger(__name__)
 
 
-class EmbeddingPipeline:
+class EmbeddingPipeline(RunPipeline):
+    enabled_setting = "DOCSCRAPER_INDEX_ENABLED"
+
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+        super().__init__(crawler)
         self._pending: list[tuple[str, Deferred[Any]]] = []
         self._timer: DelayedCall | None = None
         self._busy = False
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> EmbeddingPipeline:
-        if not crawler.settings.getbool("DOCSCRAPER_INDEX_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
 
     def close_spider(self) -> None:
         self._disarm()

@@ -10,31 +10,19 @@ Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``do
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
-
-from scrapy.exceptions import NotConfigured
 
 from docscraper.items import PageItem
 from docscraper.run import run_for
 from docscraper.vectors import ChunkRecord, chunk_id
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
+from pipelines._base import RunPipeline
 
 __all__ = ["IndexPipeline"]
 
 logger = logging.getLogger(__name__)
 
 
-class IndexPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> IndexPipeline:
-        if not crawler.settings.getbool("DOCSCRAPER_INDEX_ENABLED", True):
-            raise NotConfigured
-        return cls(crawler)
+class IndexPipeline(RunPipeline):
+    enabled_setting = "DOCSCRAPER_INDEX_ENABLED"
 
     async def process_item(self, item: object) -> object:
         run = run_for(self.crawler)

@@ -18,6 +18,7 @@ from scrapy import signals
 from docscraper.items import PageItem
 from docscraper.run import run_for
 from docscraper.state import PageWrite
+from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -27,15 +28,10 @@ __all__ = ["StateCommitPipeline"]
 logger = logging.getLogger(__name__)
 
 
-class StateCommitPipeline:
+class StateCommitPipeline(RunPipeline):
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> StateCommitPipeline:
-        pipeline = cls(crawler)
-        crawler.signals.connect(pipeline.item_error, signal=signals.item_error)
-        return pipeline
+        super().__init__(crawler)
+        crawler.signals.connect(self.item_error, signal=signals.item_error)
 
     async def process_item(self, item: object) -> object:
         run = run_for(self.crawler)
