@@ -282,6 +282,11 @@ class CrawlRun:
         assert self.crawler.stats is not None
         self.crawler.stats.inc_value(f"docscraper/{name}", count)
 
+    def count(self, name: str, amount: int = 1) -> None:
+        """A run counter: in the report's ``counters`` and in Scrapy's stats (``docscraper/<name>``)."""
+        self.counters[name] += amount
+        self.stat(name, amount)
+
     def refuse(self, url: str, refusal: Refusal, **details: Any) -> None:
         """Record a URL that will not be crawled, with its reason."""
         self.stat(f"pages_refused/{refusal.reason}")
@@ -403,9 +408,9 @@ class CrawlRun:
                 deleted = await self.call("index", self.vectors.delete_pages, self.source.name, page_ids)
             except Exception as exc:
                 logger.error("Not removing %d pages: their chunks could not be deleted: %s", len(page_ids), exc)
-                self.counters["removal_errors"] += 1
+                self.count("removal_errors")
                 return 0
-            self.counters["chunks_deleted"] += deleted
+            self.count("chunks_deleted", deleted)
         return await self.db(self.store.mark_removed, self.source.id, page_ids, self.run_id, utcnow())
 
     async def _spider_closed(self, spider: Any, reason: str) -> None:

@@ -64,8 +64,7 @@ class EmbeddingPipeline(RunPipeline):
             vectors.append(None)
             waiting.append((position, self._submit(run, chunk.embed_text)))
         reused = len(item.chunks) - len(waiting)
-        run.counters["embeddings_reused"] += reused
-        run.stat("embeddings_reused", reused)
+        run.count("embeddings_reused", reused)
         if waiting:
             results = await maybe_deferred_to_future(
                 DeferredList([d for _, d in waiting], fireOnOneErrback=True, consumeErrors=True)
@@ -124,7 +123,6 @@ class EmbeddingPipeline(RunPipeline):
                 self._flush(run)
             elif self._pending:
                 self._arm(run)
-        run.counters["embeddings_computed"] += len(batch)
-        run.stat("embeddings_computed", len(batch))
+        run.count("embeddings_computed", len(batch))
         for (_, waiter), vector in zip(batch, vectors, strict=True):
             waiter.callback(vector)

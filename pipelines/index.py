@@ -60,9 +60,7 @@ class IndexPipeline(RunPipeline):
         if stale:
             await run.call("index", run.vectors.delete, stale)
         added = len(new_ids - set(item.previous_chunks))
-        run.counters["chunks_added"] += added
-        run.counters["chunks_deleted"] += len(stale)
-        run.stat("chunks_added", added)
-        run.stat("chunks_deleted", len(stale))
+        run.count("chunks_added", added)
+        run.count("chunks_deleted", len(stale))
         meta.chunk_count = len(records)
         return item

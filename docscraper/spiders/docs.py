@@ -15,6 +15,7 @@ Depth: the seed is 0, llms/sitemap pages are 1, a link on a page at depth d is d
 from __future__ import annotations
 
 import logging
+import posixpath
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -314,7 +315,7 @@ class DocsSpider(scrapy.Spider):
         if depth_refusal is not None:
             run.refuse(url, depth_refusal, finder=finder, depth=depth)
             return None
-        extension = "." + urlsplit(url).path.rsplit(".", 1)[-1].lower() if "." in urlsplit(url).path else ""
+        extension = posixpath.splitext(urlsplit(url).path)[1].lower()
         if extension in _BINARY_EXTENSIONS:
             run.refuse(url, Refusal("nonText", f"extension {extension}"), finder=finder)
             return None
@@ -381,8 +382,7 @@ class DocsSpider(scrapy.Spider):
             pid = page_id(response.url)
         key = run.key(response.url)
         if response.status == 304:
-            run.counters["not_modified"] += 1
-            run.stat("not_modified")
+            run.count("not_modified")
             known = run.lookup(pid)
             if known is None:  # a 304 to a request that sent no validators: nothing to go on
                 run.page_failed(response.url, "httpError", "HTTP 304 without a stored copy", pid=pid,
@@ -441,7 +441,7 @@ class DocsSpider(scrapy.Spider):
         run.emitted.add(pid)
         if not extracted.markdown.strip():
             detail = "page has scripts but no static content; try rendering" if extracted.has_scripts_only else "no main content"
-            run.counters["empty_pages"] += 1
+            run.count("empty_pages")
             logger.warning("%s: %s", response.url, detail)
         item = self._item(
             response.url,
