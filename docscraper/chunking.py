@@ -16,9 +16,9 @@ The algorithm
    rules, HTML). Setext headings and indented code are not recognised; they stay text.
 2. **Sections.** Every heading opens a section whose *heading path* is the titles of the headings above it
    and its own, joined with ``" > "`` (inline code ticks, bold markers and link targets removed). The
-   page title is not part of the path: a first heading that is an H1 equal to the page title (compared
-   without inline markup, case and spacing) is dropped from the path *and* from the text, since the
-   title already leads every ``embed_text``. Text before the first heading, and under that title H1,
+   page title is not part of the path: the page's first heading, when it equals the page title (compared
+   without inline markup, case and spacing; an H1 mostly, an H2 on DocBook pages), is dropped from the
+   path *and* from the text, since the title already leads every ``embed_text``. Text before the first heading, and under that title H1,
    has the path ``""``. Headings inside code fences are code.
 3. **Counting.** The smallest units (sentences of paragraphs, lines of lists and code, rows of tables,
    fence lines, every context prefix; each distinct text once) are counted in **one** batched tokenizer
@@ -307,12 +307,15 @@ def _split_blocks(markdown: str) -> list[_Block]:
         if heading is not None:
             flush_text()
             level = len(heading.group(1))
-            blocks.append(_Block(new_id(), _HEADING, [line], level=level, title=_heading_title(heading.group(2) or "")))
+            blocks.append(
+                _Block(new_id(), _HEADING, [_drop_link_targets(line)], level=level,
+                       title=_heading_title(heading.group(2) or ""))
+            )
             i += 1
             continue
         if _is_table_start(lines, i):
             flush_text()
-            rows = [line, lines[i + 1]]
+            rows = [_drop_link_targets(line), lines[i + 1]]
             i += 2
             while (
                 i < len(lines)
@@ -321,17 +324,103 @@ def _split_blocks(markdown: str) -> list[_Block]:
                 and _fence_open(lines[i]) is None
                 and _ATX_RE.match(lines[i]) is None
             ):
-                rows.append(lines[i])
+                rows.append(_drop_link_targets(lines[i]))
                 i += 1
             blocks.append(_Block(new_id(), _TABLE, rows))
             continue
         marker = _LIST_ITEM_RE.match(line)
         if text and marker is not None and _indent(marker.group(1)) <= 3 and _LIST_ITEM_RE.match(text[0]) is None:
             flush_text()  # a list interrupting a paragraph
-        text.append(line)
+        text.append(_drop_link_targets(line))
         i += 1
     flush_text()
     return blocks
+
+
+def _link_destination_end(line: str, start: int) -> int | None:
+    """Index of the ``)`` closing a link destination (and optional title) opened just before ``start``."""
+    n = len(line)
+    i = start
+    if i < n and line[i] == "<":  # <destination with spaces>
+        close = line.find(">", i + 1)
+        if close == -1:
+            return None
+        i = close + 1
+    depth = 1
+    quote = ""
+    while i < n:
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "\"'" and line[i - 1].isspace():
+            quote = c  # a link title
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return None
+
+
+def _drop_link_targets(line: str) -> str:
+    """``line`` with inline links and images reduced to their text: ``[text](url "t")`` -> ``text``.
+
+    Link targets are not what a question matches, they took about a tenth of the embedded tokens of a
+    typical documentation page, and absolute URLs made a chunk's vector depend on the host it was
+    crawled from. Code spans are left as they are; autolinks (``<https://...>``) keep their URL, which
+    is their text.
+    """
+    if "](" not in line:
+        return line
+    out: list[str] = []
+    opened: list[tuple[int, bool]] = []  # (position in out, is an image) of each unmatched "["
+    i, n = 0, len(line)
+    while i < n:
+        c = line[i]
+        if c == "\\" and i + 1 < n:
+            out.append(line[i : i + 2])
+            i += 2
+        elif c == "`":
+            j = i
+            while j < n and line[j] == "`":
+                j += 1
+            ticks = line[i:j]
+            k = line.find(ticks, j)
+            while k != -1 and k + len(ticks) < n and line[k + len(ticks)] == "`":
+                k = line.find(ticks, k + len(ticks) + 1)
+            end = j if k == -1 else k + len(ticks)
+            out.append(line[i:end])
+            i = end
+        elif c == "[":
+            is_image = bool(out) and out[-1] == "!"
+            opened.append((len(out), is_image))
+            out.append(c)
+            i += 1
+        elif c == "]" and opened and i + 1 < n and line[i + 1] == "(":
+            start, is_image = opened.pop()
+            close = _link_destination_end(line, i + 2)
+            if close is None:
+                out.append(c)
+                i += 1
+                continue
+            text = "".join(out[start + 1 :])
+            del out[start:]
+            if is_image:
+                out.pop()  # the "!"
+            out.append(text)
+            i = close + 1
+        else:
+            if c == "]" and opened:
+                opened.pop()
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 def _sentences(text: str) -> list[str]:
@@ -363,7 +452,7 @@ def _sections(blocks: list[_Block], title: str) -> list[_Section]:
         if block.kind != _HEADING:
             sections[-1].blocks.append(block)
             continue
-        is_title = first_heading and block.level == 1 and _same_title(block.title, title)
+        is_title = first_heading and _same_title(block.title, title)
         first_heading = False
         while stack and stack[-1][0] >= block.level:
             stack.pop()
