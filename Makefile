@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 SOURCE ?=
 ARGS ?=
 PYTEST_ARGS ?=
+# Two test processes (pytest-xdist), a test file each: most tests wait on a crawl subprocess or a server.
+PYTEST_XDIST ?= -n 2 --dist loadfile
 # Nothing is ever fetched from a model hub: the embedding model ships in a package.
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -15,7 +17,7 @@ export ANONYMIZED_TELEMETRY := False
 help:
 	@echo "make crawl SOURCE=https://docs.example.com/ [ARGS='-a max_pages=100']  crawl a site"
 	@echo "make demo                                                              crawl the bundled example site, offline"
-	@echo "make test                                                              run the test suite"
+	@echo "make test                                                              run the test suite (needs /usr/bin/chromium: apt-get install -y chromium)"
 	@echo "make lint typecheck bench clean"
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
@@ -32,8 +34,11 @@ crawl: venv
 demo: venv
 	$(BIN)/python scripts/demo.py $(ARGS)
 
+# The rendering tests need Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium; .ci/run
+# installs it); without it they fail with that hint.
 test: venv
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	@scripts/system-deps.sh
+	$(BIN)/python -m pytest $(PYTEST_XDIST) $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

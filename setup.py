@@ -9,6 +9,10 @@ setup(
     package_data={"docscraper": ["schema/*.json", "state/migrations/*.mako"]},
     include_package_data=True,
     zip_safe=False,
-    entry_points={"scrapy": ["settings = settings"]},
+    entry_points={
+        "scrapy": ["settings = settings"],
+        # the MCP server (also `scrapy mcp`); run it from the project root, or set SCRAPY_SETTINGS_MODULE
+        "console_scripts": ["docscraper-mcp = docscraper.mcp_server:main"],
+    },
     python_requires=">=3.11",
 )

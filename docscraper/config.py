@@ -9,16 +9,26 @@ before anything is fetched or stored.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote_to_bytes, urlsplit
 
 from scrapy.settings import BaseSettings
 
-__all__ = ["ConfigError", "CrawlArgs", "DocscraperConfig", "parse_globs"]
+__all__ = [
+    "RENDER_MODES",
+    "ConfigError",
+    "CrawlArgs",
+    "DocscraperConfig",
+    "file_source_url",
+    "parse_globs",
+    "render_mode",
+    "save_dir_path",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +82,26 @@ def _seconds(name: str, value: Any) -> float:
     return number
 
 
+def _interval(name: str, value: Any) -> float:
+    number = _seconds(name, value)
+    if number <= 0:
+        raise ConfigError(f"{name} must be more than 0 seconds, got {number}")
+    return number
+
+
+_PROGRESS_LINE_MODES = {"auto": "auto", "on": "on", "off": "off", **dict.fromkeys(_TRUE, "on"),
+                        **dict.fromkeys(_FALSE - {""}, "off")}
+
+
+def _progress_line(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = str(value if value is not None else "auto").strip().lower() or "auto"
+    if text not in _PROGRESS_LINE_MODES:
+        raise ConfigError(f"DOCSCRAPER_PROGRESS_LINE must be auto, on or off, got {value!r}")
+    return _PROGRESS_LINE_MODES[text]
+
+
 def _chroma_url(value: Any) -> str | None:
     if not value:
         return None
@@ -79,6 +109,23 @@ def _chroma_url(value: Any) -> str | None:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"DOCSCRAPER_CHROMA_URL must be http(s)://host:port, got {text!r}")
+    return text
+
+
+def _scrapyd_url(value: Any) -> str | None:
+    if not value or not str(value).strip():
+        return None
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"DOCSCRAPER_SCRAPYD_URL must be http(s)://host:port/, got {text!r}")
+    return text
+
+
+def _scrapyd_project(value: Any) -> str:
+    text = str(value).strip()
+    if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", text):
+        raise ConfigError(f"DOCSCRAPER_SCRAPYD_PROJECT {text!r}: letters, digits, '.', '_' or '-'")
     return text
 
 
@@ -129,6 +176,31 @@ class DocscraperConfig:
     texts), ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS`` (0.2: a partial batch waits at most this long),
     ``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32),
     ``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
+
+    Rate limits (:mod:`docscraper.ratelimit`): ``DOCSCRAPER_RATELIMIT_ENABLED`` (on),
+    ``DOCSCRAPER_RETRY_AFTER_MAX`` (300 s: the longest ``Retry-After`` pause; 0 ignores the header),
+    ``DOCSCRAPER_MAX_CONSECUTIVE_429`` (3: the crawl stops after that many 429s in a row from a host; 0
+    never stops), ``DOCSCRAPER_CRAWL_DELAY_MAX`` (60 s: the largest robots.txt ``Crawl-delay`` honoured;
+    0 ignores it).
+
+    Watching a crawl (:mod:`docscraper.progress`, :mod:`docscraper.watchdog`):
+    ``DOCSCRAPER_PROGRESS_INTERVAL`` (5 s between two writes of a running crawl's progress to the state
+    database; ``scrapy status`` calls a run dead after max(3 intervals, 30 s) without one),
+    ``DOCSCRAPER_PROGRESS_LINE`` (``auto``: a progress line on stderr when it is a terminal; ``on``,
+    ``off``), ``DOCSCRAPER_WATCHDOG_SECONDS`` (900: a crawl without a response, an item or a finished page
+    for that long closes with reason ``stalled``; 0 turns the watchdog off).
+
+    The Markdown mirror (:mod:`docscraper.mirror`): ``DOCSCRAPER_SAVE_DIR`` (unset: no mirror; the
+    spider argument ``-a save_dir=DIR`` wins over it).
+
+    JavaScript rendering (:mod:`docscraper.rendering`, asked for with ``-a render=js`` or a source's
+    stored ``render``): ``DOCSCRAPER_CHROMIUM_PATH`` (``/usr/bin/chromium``: the Chromium binary; never
+    downloaded), ``DOCSCRAPER_RENDER_IDLE_TIMEOUT`` (5 s: after the ``load`` event, how long a page's
+    scripts may keep the network busy before its DOM is read anyway).
+
+    Background crawls (:mod:`docscraper.launch`, the MCP server's ``recrawl_source``):
+    ``DOCSCRAPER_SCRAPYD_URL`` (unset: a detached ``scrapy crawl`` process on this machine; set: scheduled
+    on that Scrapyd), ``DOCSCRAPER_SCRAPYD_PROJECT`` (``docscraper``: the project deployed there).
     """
 
     data_dir: Path
@@ -154,6 +226,18 @@ class DocscraperConfig:
     chunk_target_tokens: int = 200
     chunk_overlap_tokens: int = 32
     chunk_min_tokens: int = 48
+    ratelimit_enabled: bool = True
+    retry_after_max: float = 300.0
+    max_consecutive_429: int = 3
+    crawl_delay_max: float = 60.0
+    progress_interval: float = 5.0
+    progress_line: str = "auto"
+    watchdog_seconds: float = 900.0
+    chromium_path: str = "/usr/bin/chromium"
+    render_idle_timeout: float = 5.0
+    save_dir: Path | None = None
+    scrapyd_url: str | None = None
+    scrapyd_project: str = "docscraper"
 
     @property
     def runs_dir(self) -> Path:
@@ -170,6 +254,7 @@ class DocscraperConfig:
         return cls(
             data_dir=data_dir,
             state_url=str(state_url),
+            save_dir=save_dir_path("DOCSCRAPER_SAVE_DIR", settings.get("DOCSCRAPER_SAVE_DIR")),
             max_delete_ratio=_ratio(
                 "DOCSCRAPER_MAX_DELETE_RATIO", settings.get("DOCSCRAPER_MAX_DELETE_RATIO", 0.5)
             ),
@@ -216,12 +301,97 @@ class DocscraperConfig:
             chunk_min_tokens=_positive_int(
                 "DOCSCRAPER_CHUNK_MIN_TOKENS", settings.get("DOCSCRAPER_CHUNK_MIN_TOKENS", 48), allow_zero=True
             ),
+            ratelimit_enabled=_flag(
+                "DOCSCRAPER_RATELIMIT_ENABLED", settings.get("DOCSCRAPER_RATELIMIT_ENABLED", True)
+            ),
+            retry_after_max=_seconds(
+                "DOCSCRAPER_RETRY_AFTER_MAX", settings.get("DOCSCRAPER_RETRY_AFTER_MAX", 300.0)
+            ),
+            max_consecutive_429=_positive_int(
+                "DOCSCRAPER_MAX_CONSECUTIVE_429", settings.get("DOCSCRAPER_MAX_CONSECUTIVE_429", 3), allow_zero=True
+            ),
+            crawl_delay_max=_seconds(
+                "DOCSCRAPER_CRAWL_DELAY_MAX", settings.get("DOCSCRAPER_CRAWL_DELAY_MAX", 60.0)
+            ),
+            progress_interval=_interval(
+                "DOCSCRAPER_PROGRESS_INTERVAL", settings.get("DOCSCRAPER_PROGRESS_INTERVAL", 5.0)
+            ),
+            progress_line=_progress_line(settings.get("DOCSCRAPER_PROGRESS_LINE", "auto")),
+            watchdog_seconds=_seconds(
+                "DOCSCRAPER_WATCHDOG_SECONDS", settings.get("DOCSCRAPER_WATCHDOG_SECONDS", 900.0)
+            ),
+            chromium_path=str(settings.get("DOCSCRAPER_CHROMIUM_PATH") or "/usr/bin/chromium"),
+            render_idle_timeout=_seconds(
+                "DOCSCRAPER_RENDER_IDLE_TIMEOUT", settings.get("DOCSCRAPER_RENDER_IDLE_TIMEOUT", 5.0)
+            ),
+            scrapyd_url=_scrapyd_url(settings.get("DOCSCRAPER_SCRAPYD_URL")),
+            scrapyd_project=_scrapyd_project(settings.get("DOCSCRAPER_SCRAPYD_PROJECT") or "docscraper"),
         )
 
 
-_SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+def save_dir_path(name: str, value: Any) -> Path | None:
+    """The Markdown mirror's folder (``-a save_dir`` / ``DOCSCRAPER_SAVE_DIR``): None when unset; an
+    error when it names something that is not a folder."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if "\x00" in text:
+        raise ConfigError(f"{name}: NUL in path {text!r}")
+    path = Path(text).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{name} {text!r} is not a folder")
+    return path
 
-_KNOWN_ARGS = {"source", "allow", "block", "max_depth", "max_pages", "llms_txt", "full"}
+
+def file_source_url(source: str) -> str:
+    """The canonical URL of a ``file://`` source: an absolute path, ``..`` resolved, percent-encoded as
+    links to it are, with a final ``/`` when it is a folder (whatever its name looks like)."""
+    parts = urlsplit(source)
+    if parts.netloc not in ("", "localhost"):
+        raise ConfigError(f"source {source!r}: write a local folder as file:///absolute/path/to/docs")
+    raw = unquote_to_bytes(parts.path)
+    if not raw.startswith(b"/") or b"\x00" in raw:
+        raise ConfigError(f"source {source!r}: write a local folder as file:///absolute/path/to/docs")
+    path = os.path.normpath(os.fsdecode(raw))
+    if os.path.isdir(path):
+        uri = Path(path).as_uri()
+        return uri if uri.endswith("/") else uri + "/"
+    if os.path.isfile(path):
+        return Path(path).as_uri()
+    raise ConfigError(f"source {source!r}: no such folder {path}")
+
+
+_SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _run_id(value: Any) -> str | None:
+    """A distributed run's shared id (``-a run=``): letters, digits, ``.``, ``_``, ``-``."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if not _RUN_ID.match(text):
+        raise ConfigError(f"run must be letters, digits, ., _ or - (at most 64), got {value!r}")
+    return text
+
+_KNOWN_ARGS = {
+    "source", "allow", "block", "max_depth", "max_pages", "llms_txt", "full", "save_dir", "render", "run",
+}
+# Scrapyd passes every job's id as a spider argument (-a _job=<id>).
+_SCRAPYD_JOB_ARG = "_job"
+
+#: How a source's pages are fetched: ``js`` renders them in Chromium, ``none`` fetches the HTML only.
+RENDER_MODES = ("js", "none")
+
+
+def render_mode(name: str, value: Any) -> str | None:
+    """A render mode (:data:`RENDER_MODES`), or None when unset."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip().lower()
+    if text not in RENDER_MODES:
+        raise ConfigError(f"{name} must be js (render pages in Chromium) or none, got {value!r}")
+    return text
 
 
 @dataclass(frozen=True)
@@ -232,7 +402,12 @@ class CrawlArgs:
     ``allow``/``block`` are comma-separated globs over URL paths (``!pattern`` in ``allow`` blocks).
     ``max_depth``/``max_pages`` are whole numbers (``max_depth=0`` crawls the source page only).
     ``llms_txt`` is the URL of an llms.txt that auto-detection cannot find. ``full=1`` processes every
-    page as changed.
+    page as changed. ``save_dir`` is the folder of the Markdown mirror (:mod:`docscraper.mirror`; it wins
+    over ``DOCSCRAPER_SAVE_DIR``). A ``file://`` source must exist; it is rewritten to its canonical URL
+    (:func:`file_source_url`). ``render=js`` renders the pages in Chromium for this run, ``render=none``
+    fetches their HTML only (the source's stored ``render`` otherwise; :mod:`docscraper.rendering`).
+    ``_job`` is the id Scrapyd gives a job it runs (``scrapyd_job``, in the report as ``scrapydJob``).
+    ``run`` is the run id shared by the workers of a distributed run (``settings.distributed`` only).
     """
 
     source: str
@@ -243,6 +418,10 @@ class CrawlArgs:
     llms_txt: str | None = None
     full: bool = False
     overrides: frozenset[str] = field(default_factory=frozenset)
+    save_dir: Path | None = None
+    render: str | None = None
+    scrapyd_job: str | None = None
+    run: str | None = None
 
     @property
     def is_url(self) -> bool:
@@ -250,7 +429,7 @@ class CrawlArgs:
 
     @classmethod
     def parse(cls, kwargs: Mapping[str, Any]) -> CrawlArgs:
-        unknown = sorted(set(kwargs) - _KNOWN_ARGS)
+        unknown = sorted(set(kwargs) - _KNOWN_ARGS - {_SCRAPYD_JOB_ARG})
         if unknown:
             raise ConfigError(
                 f"unknown argument(s) {', '.join(unknown)}; the docs spider takes "
@@ -269,6 +448,8 @@ class CrawlArgs:
                 raise ConfigError(f"source {source!r}: only http, https and file URLs are supported")
             if parts.scheme.lower() != "file" and not parts.hostname:
                 raise ConfigError(f"source {source!r} has no host")
+            if parts.scheme.lower() == "file":
+                source = file_source_url(source)
         elif not _SOURCE_NAME.match(source):
             raise ConfigError(
                 f"source {source!r} is neither a URL (https://...) nor a valid source name "
@@ -293,4 +474,8 @@ class CrawlArgs:
             llms_txt=llms_txt,
             full=_flag("full", kwargs.get("full", False)),
             overrides=overrides,
+            save_dir=save_dir_path("save_dir", kwargs.get("save_dir")),
+            render=render_mode("render", kwargs.get("render")),
+            scrapyd_job=str(kwargs[_SCRAPYD_JOB_ARG]) if kwargs.get(_SCRAPYD_JOB_ARG) else None,
+            run=_run_id(kwargs.get("run")),
         )

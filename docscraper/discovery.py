@@ -63,6 +63,7 @@ __all__ = [
     "html_counterparts",
     "is_markdown_url",
     "llms_candidates",
+    "markdown_twin_of",
     "parse_llms_txt",
     "parse_sitemap",
     "sitemaps_from_robots",
@@ -711,6 +712,19 @@ def is_markdown_url(url: str) -> bool:
     """True when the URL's path ends in .md, .markdown, .mdx or .txt (any case)."""
     path = _path(url)
     return path is not None and path.lower().endswith(_MARKDOWN_SUFFIXES)
+
+
+def markdown_twin_of(url: str) -> str | None:
+    """The HTML page a ``page.html.md`` URL is the Markdown twin of (``page.html``), else None.
+
+    Only the ``.html.md`` / ``.htm.md`` form names its page without doubt; ``intro.md`` could stand for
+    ``intro``, ``intro/`` or ``intro.html``, so it keeps its own URL.
+    """
+    candidates = html_counterparts(url)
+    path = _path(url) or ""
+    if candidates and path.lower().endswith((".html.md", ".htm.md")):
+        return candidates[-1] if path.lower().endswith(("/index.html.md", "/index.htm.md")) else candidates[0]
+    return None
 
 
 def html_counterparts(md_url: str) -> list[str]:

@@ -52,6 +52,8 @@ from bs4.element import (
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
+from docscraper.images import ImageRef, html_images, image_source, markdown_images
+
 __all__ = [
     "MAX_HTML_CHARS",
     "Extracted",
@@ -96,6 +98,7 @@ class Extracted:
     ``canonical_url`` is ``<link rel=canonical>`` made absolute, or ``None`` when absent or malformed.
     ``has_scripts_only`` is true for a JavaScript application shell: ``<script>`` tags and no
     meaningful static content.
+    ``images`` are the images of the main content, in document order (:mod:`docscraper.images`).
     """
 
     title: str
@@ -104,6 +107,7 @@ class Extracted:
     language: str | None
     description: str | None
     has_scripts_only: bool
+    images: tuple[ImageRef, ...] = ()
 
 
 _EMPTY = Extracted(title="", markdown="", canonical_url=None, language=None, description=None, has_scripts_only=False)
@@ -191,6 +195,7 @@ def extract_markdown(text: str, url: str) -> Extracted:
             language=None,
             description=fields.get("description") or None,
             has_scripts_only=False,
+            images=markdown_images(markdown, functools.partial(_safe_url, url)),
         )
     except Exception:  # bad input must never stop a crawl (DESIGN, rule 7)
         logger.warning("Markdown extraction failed for %s", url, exc_info=True)
@@ -679,12 +684,13 @@ def _unwrap_code_tables(root: Tag, tags: list[Tag]) -> None:
     for table in _under(root, (tag for tag in tags if tag.name == "table")):
         if table.parent is None:
             continue
-        pres = _named_descendants(table, _PRE)
-        if not pres:
-            continue
+        # The cheap tests first: walking every table's whole subtree for <pre> is quadratic in nesting.
         tokens = set(_tokens(table))
         gutter = any(set(_tokens(cell)) & _LINENO_TOKENS for cell in _named_descendants(table, _CELL_NAMES, limit=4))
         if not (tokens & {"highlighttable", "lntable"} or gutter):
+            continue
+        pres = _named_descendants(table, _PRE)
+        if not pres:
             continue
         code_cell = next((td for td in _named_descendants(table, _TD) if "code" in _classes(td)), None)
         found = _named_descendants(code_cell, _PRE, limit=1) if code_cell is not None else []
@@ -1399,10 +1405,7 @@ class _DocsConverter(_BaseConverter):
 
     def convert_img(self, el: Tag, text: str, parent_tags: set[str]) -> str:
         alt = _collapse_ws(_attr(el, "alt")).replace("[", "\\[").replace("]", "\\]")
-        src = _attr(el, "src")
-        if not src or src.strip().lower().startswith("data:"):
-            src = _attr(el, "data-src") or _attr(el, "data-original")
-        url = self._url(src)
+        url = self._url(image_source(el))
         if "_inline" in parent_tags or not url:
             return alt
         return f"![{alt}]({url})"
@@ -1778,6 +1781,8 @@ def _extract(text: str, url: str) -> Extracted:
     title = _HEADING_TAIL_RE.sub("", _collapse_ws(h1.get_text())) if isinstance(h1, Tag) else ""
     title = _INVISIBLE_RE.sub("", title) or page_title
 
+    images = html_images(_under(main, (tag for tag in tags if tag.name == "img")), main,
+                         functools.partial(_safe_url, base_url))
     converter = _DocsConverter(base_url)
     markdown = str(converter.convert_soup(main))
     # A leading "---" would read as YAML front matter to the next tool; edge rules carry nothing.
@@ -1789,6 +1794,7 @@ def _extract(text: str, url: str) -> Extracted:
         language=language,
         description=description,
         has_scripts_only=_is_spa_shell(soup, main, scripts),
+        images=images,
     )
 
 

@@ -8,7 +8,10 @@ the items that leave the pipelines, so an incremental crawl exports its new and 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from docscraper.images import ImageRef
 
 __all__ = ["PageItem", "PageMetadata"]
 
@@ -32,6 +35,12 @@ class PageMetadata:
     change: str = ""               # new | changed | unchanged, set by the change detector
     chunk_count: int | None = None  # set by the vector index pipeline, when enabled
     links: list[str] = field(default_factory=list)  # outgoing links, fragment-free
+    # redirect chain: the URL first requested, each hop, the URL that answered; empty when not redirected
+    redirects: list[str] = field(default_factory=list)
+    # `scrapy reindex` marked the page: re-process it even when unchanged, and embed it afresh
+    force: bool = False
+    # images of the main content (url, alt, caption, title), recorded with the page's state row
+    images: list[ImageRef] = field(default_factory=list)
 
 
 @dataclass

@@ -4,7 +4,11 @@
 pages already claimed, so a redirect can neither leave the source nor fetch a page twice. It sits after
 Scrapy's ``RedirectMiddleware`` in the chain (a lower order number), so it sees each redirected request
 before it is downloaded. Refusals are recorded as ``redirectOutOfScope`` / ``redirectDuplicate`` under the
-key of the URL that was first requested. Stats: ``docscraper/pages_refused/redirect*``.
+key of the URL that was first requested. It also ends redirect loops: a hop to a URL the chain has already
+requested twice (``A -> B -> A -> B -> A``, ``A -> A -> A``; one return is allowed, as in a cookie or
+consent round trip) fails the first URL with ``redirectLoop``. Chains longer than ``REDIRECT_MAX_TIMES``
+are ended by Scrapy and reported by the spider as ``redirectLimit``. Stats:
+``docscraper/pages_refused/redirect*``, ``docscraper/pages_failed``.
 
 :class:`PageFingerprinter` makes a request's identity that of the page it stands for (normalized URL),
 so Scrapy's dupefilter folds ``/page/``, ``/page?utm_source=x`` and ``/page`` into one request.
@@ -21,8 +25,9 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request
 
-from docscraper.run import run_for
+from docscraper.run import _iso, run_for
 from docscraper.scope import Refusal
+from docscraper.state import utcnow
 from docscraper.urls import normalize_url, page_id
 
 if TYPE_CHECKING:
@@ -32,6 +37,17 @@ if TYPE_CHECKING:
 __all__ = ["PageDupeFilter", "PageFingerprinter", "RedirectScopeMiddleware"]
 
 logger = logging.getLogger(__name__)
+
+
+def _chain_pages(origin: str, redirect_urls: list[str]) -> set[str]:
+    """Page ids of a redirect chain so far: the page first requested and every hop before this one."""
+    pages = {origin}
+    for url in redirect_urls:
+        try:
+            pages.add(page_id(url))
+        except ValueError:
+            continue
+    return pages
 
 
 class PageFingerprinter:
@@ -56,7 +72,8 @@ class PageFingerprinter:
 class PageDupeFilter(RFPDupeFilter):
     """``DUPEFILTER_CLASS``: Scrapy's filter, plus two docscraper rules.
 
-    A redirect whose target is the same page as its origin (``/guide`` -> ``/guide/``) is not a
+    A redirect whose target is the same page as its origin (``/guide`` -> ``/guide/``), or as any
+    earlier hop of its own chain (a loop, which :class:`RedirectScopeMiddleware` ends), is not a
     duplicate. A filtered request is reported to the run as ``duplicate`` or ``redirectDuplicate``.
     """
 
@@ -68,14 +85,21 @@ class PageDupeFilter(RFPDupeFilter):
         dupefilter.crawler = crawler
         return dupefilter
 
-    def request_seen(self, request: Request) -> bool:
+    @staticmethod
+    def redirect_to_itself(request: Request) -> bool:
+        """Whether a redirect hop lands on its own page or an earlier hop (never a duplicate)."""
         origin = request.meta.get("docscraper_page_id")
-        if request.meta.get("redirect_urls") and origin:
+        redirect_urls = request.meta.get("redirect_urls")
+        if redirect_urls and origin:
             try:
-                if page_id(request.url) == origin:
-                    return False
+                return page_id(request.url) in _chain_pages(origin, redirect_urls)
             except ValueError:
                 pass
+        return False
+
+    def request_seen(self, request: Request) -> bool:
+        if self.redirect_to_itself(request):
+            return False
         return super().request_seen(request)
 
     def log(self, request: Request, spider: Spider) -> None:
@@ -108,16 +132,24 @@ class RedirectScopeMiddleware:
         if not redirect_urls or run is None or "docscraper_page_id" not in request.meta:
             return None
         origin = redirect_urls[0]
+        origin_pid: str = request.meta["docscraper_page_id"]
+        if redirect_urls.count(request.url) >= 2:
+            request.meta["docscraper_refused"] = True
+            chain = " -> ".join([*redirect_urls, request.url])
+            logger.warning("Redirect loop, not followed: %s", chain)
+            run.page_failed(origin, "redirectLoop", f"redirect loop: {chain}"[:2000], pid=origin_pid,
+                            fetched_at=_iso(utcnow()), finder=request.meta.get("docscraper_finder"))
+            raise IgnoreRequest(f"redirect loop: {origin} -> ... -> {request.url}")
         refusal = run.scope.check(request.url)
         if refusal is not None:
             request.meta["docscraper_refused"] = True
             run.refuse(origin, Refusal("redirectOutOfScope", f"redirects to {request.url} ({refusal.detail})"))
             raise IgnoreRequest(f"redirect out of scope: {origin} -> {request.url}")
         target = page_id(request.url)
-        if target == request.meta["docscraper_page_id"]:
+        if target in _chain_pages(origin_pid, redirect_urls):  # the same page, or a loop under way
             return None
         holder = run.claimed.get(target)
-        if holder is not None and page_id(holder) != request.meta["docscraper_page_id"]:
+        if holder is not None and page_id(holder) != origin_pid:
             request.meta["docscraper_refused"] = True
             run.note_duplicate(origin, redirect=True, of=holder)
             raise IgnoreRequest(f"redirect to a page already claimed: {origin} -> {request.url}")

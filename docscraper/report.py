@@ -17,12 +17,15 @@ import json
 import logging
 import os
 import tempfile
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from docscraper._resources import read_text
+
 __all__ = [
+    "RECENT_OUTCOMES",
     "REQUIRED_STATS",
     "SCHEMA_PATH",
     "RunLedger",
@@ -54,12 +57,25 @@ REQUIRED_STATS = (
 
 _RANK = {"skipped": 0, "failed": 1, "success": 2}
 
+#: How many of the latest failed (and skipped) URLs a ledger keeps for the crawl status.
+RECENT_OUTCOMES = 20
+
 
 class RunLedger:
-    """Every URL's outcome in one run."""
+    """Every URL's outcome in one run.
+
+    :attr:`tally` keeps what :func:`summarize` would count (``status`` and ``status.reason``) as outcomes
+    are recorded, and :attr:`recent` the last :data:`RECENT_OUTCOMES` failed and skipped URLs, so a
+    running crawl's progress costs nothing per tick however many URLs it has seen.
+    """
 
     def __init__(self) -> None:
         self.items: dict[str, dict[str, Any]] = {}
+        self.tally: Counter[str] = Counter()
+        self.recent: dict[str, deque[dict[str, Any]]] = {
+            "failed": deque(maxlen=RECENT_OUTCOMES),
+            "skipped": deque(maxlen=RECENT_OUTCOMES),
+        }
 
     def record(
         self,
@@ -76,6 +92,15 @@ class RunLedger:
             return False
         entry: dict[str, Any] = {"status": status, "statusReason": reason, "fetchedAt": fetched_at}
         entry.update({k: v for k, v in details.items() if v is not None})
+        if current is not None:
+            self.tally[current["status"]] -= 1
+            self.tally[f"{current['status']}.{current['statusReason']}"] -= 1
+        self.tally[status] += 1
+        self.tally[f"{status}.{reason}"] += 1
+        if status in self.recent:
+            self.recent[status].append(
+                {"url": details.get("url") or key, "reason": reason, "detail": details.get("detail")}
+            )
         self.items[key] = entry
         return True
 
@@ -125,6 +150,6 @@ def write_report(runs_dir: Path, source: str, run_id: str, report: Mapping[str, 
 
 
 def load_schema() -> dict[str, Any]:
-    with SCHEMA_PATH.open(encoding="utf-8") as handle:
-        schema: dict[str, Any] = json.load(handle)
+    """The report's JSON Schema, read as package data (the egg Scrapyd runs is a zip: no SCHEMA_PATH)."""
+    schema: dict[str, Any] = json.loads(read_text("docscraper", "schema", "stats-report.schema.json"))
     return schema

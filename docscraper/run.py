@@ -11,6 +11,8 @@ Stats (``docscraper/...``): ``pages_scheduled``, ``pages_refused/<reason>``, ``p
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
@@ -21,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from scrapy import signals
 from scrapy.exceptions import CloseSpider
@@ -30,8 +32,10 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThreadPool
 from twisted.python.threadpool import ThreadPool
 
-from docscraper.config import CrawlArgs, DocscraperConfig
+from docscraper.config import RENDER_MODES, ConfigError, CrawlArgs, DocscraperConfig
 from docscraper.embedding import Embedder, SentenceTransformerEmbedder
+from docscraper.progress import ProgressRecorder
+from docscraper.rendering import RenderError, render_problem
 from docscraper.report import RunLedger, summarize, write_report
 from docscraper.scope import Refusal, Scope
 from docscraper.state import (
@@ -46,11 +50,14 @@ from docscraper.state import (
     StateStore,
     utcnow,
 )
-from docscraper.urls import normalize_url, page_id
+from docscraper.urls import normalize_url, page_id, scope_prefix
 from docscraper.vectors import ChromaIndex, IndexError_, VectorIndex
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from docscraper.distributed import SharedRun
+    from docscraper.mirror import Mirror
 
 __all__ = ["CrawlRun", "run_for", "source_name_for_url"]
 
@@ -59,9 +66,15 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 def source_name_for_url(url: str) -> str:
-    """A source name derived from its URL: host, port and path as a slug (``docs.example.com-en``)."""
+    """A source name derived from its URL: host, port and path as a slug (``docs.example.com-en``);
+    ``local-<folder name>`` for a ``file://`` folder (a clash with another folder's name is settled by
+    :meth:`CrawlRun.open` with a hash)."""
     parts = urlsplit(normalize_url(url))
-    raw = "-".join(p for p in [parts.hostname or "local", str(parts.port or ""), *parts.path.split("/")] if p)
+    if parts.scheme == "file":
+        folder = unquote(urlsplit(scope_prefix(url)).path).rstrip("/").rsplit("/", 1)[-1]
+        raw = f"local-{folder}"
+    else:
+        raw = "-".join(p for p in [parts.hostname or "local", str(parts.port or ""), *parts.path.split("/")] if p)
     slug = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._") or "source"
     if len(slug) > 64:
         slug = slug[:55].rstrip("-._") + "-" + hashlib.sha256(slug.encode()).hexdigest()[:8]
@@ -99,11 +112,21 @@ class CrawlRun:
         self.emitted: set[str] = set()
         self.reached: set[str] = set()
         self.retire: dict[str, str] = {}
+        # page redirected to a page claimed by another request -> that page; kept if that one fails
+        self.redirected_to: dict[str, str] = {}
         self.frontier_cut: str | None = None
         self.discovery_error: str | None = None
+        # the Markdown mirror (-a save_dir), set by pipelines.mirror.MirrorPipeline when enabled
+        self.mirror: Mirror | None = None
+        # host -> why its robots.txt was unreachable: nothing there was fetched (RFC 9309 2.3.1.4)
+        self.robots_unreachable: dict[str, str] = {}
         self.scheduled_pages = 0
         self.opened = False
         self.open_error: str | None = None
+        # js: page requests are rendered in Chromium (-a render, else the source's stored render)
+        self.render: str = args.render or "none"
+        # page id -> what the report's item entry should tell the user (e.g. to turn rendering on)
+        self.hints: dict[str, str] = {}
         self._seen: list[PageSeen] = []
         self._failures: list[PageFailure] = []
         self._pools: dict[str, ThreadPool] = {}
@@ -111,6 +134,17 @@ class CrawlRun:
         self._embedder: Embedder | None = None
         self._embedder_error: Exception | None = None
         self._embedder_waiters: list[Deferred[Embedder]] | None = None
+        self.progress_recorder: ProgressRecorder | None = None
+        # why this run cannot count as complete although it finished (a distributed worker died...)
+        self.incomplete: str | None = None
+        # a run shared with other workers (settings.distributed; docscraper.distributed), else None
+        self.shared: SharedRun | None = None
+        if crawler.settings.getbool("DOCSCRAPER_DISTRIBUTED"):
+            from docscraper.distributed import SharedRun
+
+            self.shared = SharedRun(self)
+        elif args.run:
+            raise ConfigError("-a run= names a shared run: crawl with SCRAPY_SETTINGS_MODULE=settings.distributed")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -177,11 +211,17 @@ class CrawlRun:
 
     async def _spider_opened(self, spider: Any) -> None:
         try:
-            await self.open()
-        except (StateError, LookupError, IndexError_) as exc:
+            if self.shared is not None:
+                # one worker at a time creates the schema and the source row of a shared state database
+                async with self.shared.opening():
+                    await self.open()
+            else:
+                await self.open()
+        except (StateError, LookupError, IndexError_, RenderError) as exc:
             self.open_error = str(exc)
             logger.error("%s", exc)
-            reasons: dict[type[Exception], str] = {StateError: "state_unavailable", IndexError_: "index_unavailable"}
+            reasons: dict[type[Exception], str] = {StateError: "state_unavailable", IndexError_: "index_unavailable",
+                                                   RenderError: "render_unavailable"}
             reason = reasons.get(type(exc), "unknown_source")
             raise CloseSpider(reason) from exc
         except Exception as exc:
@@ -208,10 +248,18 @@ class CrawlRun:
                 raise LookupError(
                     f"unknown source {self.args.source!r}: pass a URL (-a source=https://...) or register it first"
                 )
-            self.seed_url = stored.url
+            self.seed_url = self._seed_of(stored)
         self.source = stored
+        if "llms_txt" not in self.args.overrides and stored.scope.get("llms_txt"):
+            # registered with `scrapy sources add --llms-txt URL`
+            self.args = dataclasses.replace(self.args, llms_txt=str(stored.scope["llms_txt"]))
         self.stored_scope = self._scope_from_record(stored)
         self.scope = self._scope_from_args(base=self.stored_scope)
+        self.render = self._render_mode(stored)
+        if self.render == "js":
+            problem = render_problem(self.crawler.settings, self.config)
+            if problem:
+                raise RenderError(f"cannot render source {stored.name}: {problem}")
         self.known = await self.db(store.load_pages, stored.id)
         # A page stored under its canonical URL is requested under the URL that was fetched.
         self._known_by_fetch = {page_id(rec.url): rec for rec in self.known.values()}
@@ -221,6 +269,9 @@ class CrawlRun:
             host=socket.gethostname(),
             pid=os.getpid(),
         )
+        # live progress and heartbeat for `scrapy status`, from now until close
+        self.progress_recorder = ProgressRecorder(self, self.config.progress_interval)
+        self.progress_recorder.start()
         if self.config.index_enabled:
             cfg = self.config
             self.vectors = await self.call("index", ChromaIndex, path=cfg.chroma_path, url=cfg.chroma_url,
@@ -247,6 +298,20 @@ class CrawlRun:
         )
 
     @staticmethod
+    def _seed_of(source: SourceRecord) -> str:
+        """The URL a source by name is crawled from: as registered (``scope.seed``), else its stored URL,
+        in its folder form when it is the scope's folder (``/docs`` is stored for ``/docs/``: asking for
+        ``/docs`` would cost a redirect and record one)."""
+        seed = source.scope.get("seed")
+        if seed:
+            return str(seed)
+        prefix = str(source.scope.get("prefix") or Scope.for_source(source.url).prefix)
+        with contextlib.suppress(ValueError):
+            if normalize_url(prefix) == source.url:
+                return prefix
+        return source.url
+
+    @staticmethod
     def _scope_from_record(source: SourceRecord) -> Scope:
         s = source.scope
         return Scope(
@@ -256,6 +321,16 @@ class CrawlRun:
             s.get("max_depth"),
             s.get("max_pages"),
         )
+
+    def _render_mode(self, source: SourceRecord) -> str:
+        """``-a render`` for this run, else the source's stored ``render`` (``scrapy sources add``)."""
+        if self.args.render:
+            return self.args.render
+        stored = str(source.scope.get("render") or "none").strip().lower()
+        if stored not in RENDER_MODES:
+            logger.warning("Source %s: unknown stored render %r; not rendering", source.name, stored)
+            return "none"
+        return stored
 
     def _args_dict(self) -> dict[str, Any]:
         a = self.args
@@ -267,9 +342,16 @@ class CrawlRun:
             "max_pages": a.max_pages,
             "llms_txt": a.llms_txt,
             "full": a.full,
+            "save_dir": str(a.save_dir) if a.save_dir else None,
+            "render": a.render,
         }
 
     # discovery bookkeeping -------------------------------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the source is a ``file://`` folder (:mod:`docscraper.localfiles`)."""
+        return urlsplit(self.seed_url or self.scope.prefix).scheme == "file"
 
     def key(self, url: str) -> str:
         return self.scope.key(url)
@@ -312,13 +394,25 @@ class CrawlRun:
         if first is not None and not redirect and key == self.scope.raw_key(first):
             return
         reason = "redirectDuplicate" if redirect else "duplicate"
+        if redirect and first is not None:
+            with contextlib.suppress(ValueError):
+                self.redirected_to[pid] = page_id(first)
         self.stat(f"pages_refused/{reason}")
         self.ledger.record(key, "skipped", reason, url=url, detail=f"same page as {first}" if first else None)
+
+    def note_robots(self, netloc: str, info: dict[str, Any], *, unreachable: str | None = None) -> None:
+        """Record what a host's robots.txt said (the report's ``discovery.robots``). An unreachable
+        robots.txt means nothing on the host was fetched: the run is partial and removes nothing."""
+        self.discovery.setdefault("robots", {})[netloc] = info
+        if unreachable:
+            self.robots_unreachable[netloc] = unreachable
 
     def take_page_slot(self) -> bool:
         """Count a page against max_pages; False once the budget is spent (the frontier is then cut)."""
         limit = self.scope.max_pages
-        if limit is not None and self.scheduled_pages >= limit:
+        # a distributed run counts its pages across workers (taken then checked, atomically)
+        taken = self.scheduled_pages if self.shared is None or limit is None else self.shared.take_page() - 1
+        if limit is not None and taken >= limit:
             self.frontier_cut = f"max_pages {limit} reached"
             return False
         self.scheduled_pages += 1
@@ -328,16 +422,22 @@ class CrawlRun:
     # page outcomes ---------------------------------------------------------------------------------
 
     def page_processed(self, key: str, change: str, fetched_at: str, **details: Any) -> None:
+        hint = self.hints.get(details.get("pageId") or "")
+        if hint:
+            details.setdefault("hint", hint)
         self.stat(f"pages_{change}")
         self.ledger.record(key, "success", change, fetched_at=fetched_at, **details)
 
     async def page_unchanged(self, pid: str, key: str, *, etag: str | None, last_modified: str | None,
                              http_status: int | None, fetched_at: str, links: list[str] | None = None,
-                             **details: Any) -> None:
+                             redirects: list[str] | None = None, **details: Any) -> None:
+        """A page whose content did not change. *links* and *redirects* are None when not fetched (304):
+        the stored ones are kept."""
         self.reached.add(pid)
-        self.page_processed(key, "unchanged", fetched_at, pageId=pid, **details)
+        self.page_processed(key, "unchanged", fetched_at, pageId=pid, redirects=redirects or None, **details)
         self._seen.append(PageSeen(pid, etag, last_modified, http_status, utcnow(),
-                                   None if links is None else tuple(links)))
+                                   None if links is None else tuple(links),
+                                   None if redirects is None else tuple(redirects)))
         if len(self._seen) >= self.config.seen_flush_size:
             await self.flush()
 
@@ -381,6 +481,10 @@ class CrawlRun:
     def _result(self, reason: str) -> tuple[str, str | None]:
         if reason != "finished" or self.open_error:
             return "aborted", self.open_error or f"closed with reason {reason}"
+        if self.robots_unreachable:
+            return "partial", "; ".join(self.robots_unreachable.values())
+        if self.incomplete:
+            return "partial", self.incomplete
         failed = self.ledger.count("failed")
         if failed:
             return "partial", f"{failed} URL(s) failed"
@@ -392,10 +496,14 @@ class CrawlRun:
             return f"the crawl closed with reason {reason}"
         if self.frontier_cut:
             return f"the frontier was cut short ({self.frontier_cut})"
+        if self.robots_unreachable:
+            return "; ".join(self.robots_unreachable.values())
         if self.stored_scope is not None and self.scope.narrower_than(self.stored_scope):
             return "this run narrowed the source's scope with one-time overrides"
         if self.discovery_error:
             return f"discovery did not complete ({self.discovery_error})"
+        if self.incomplete:
+            return self.incomplete
         return None
 
     async def _remove(self, page_ids: list[str]) -> int:
@@ -417,6 +525,8 @@ class CrawlRun:
         try:
             await self.close(reason)
         finally:
+            if self.progress_recorder is not None:
+                self.progress_recorder.stop()
             if self.store is not None:
                 self.store.close()
             if self.vectors is not None:
@@ -429,14 +539,41 @@ class CrawlRun:
     async def close(self, reason: str) -> dict[str, Any] | None:
         if not self.opened:
             logger.error("Run %s did not open (%s); nothing was stored", self.run_id, self.open_error or reason)
+            if self.progress_recorder is not None and self.store is not None and self.source is not None:
+                # its run row exists: finish it, or `scrapy status` would call it died
+                self.progress_recorder.stop()
+                with contextlib.suppress(Exception):
+                    await self.db(self.store.finish_run, RunRecord(self.run_id, self.source.id, self.started_at,
+                                                                   utcnow(), reason, "aborted"))
             return None
         assert self.store is not None and self.source is not None
         await self.flush()
+        report_id = self.run_id
+        if self.shared is not None:
+            # every worker publishes its part; the last one to close writes the run's one report
+            parts = await self.call("shared", self.shared.close_worker, reason)
+            if parts is None:
+                await self._finish_worker(reason)
+                return None
+            reason = self.shared.merge(parts, reason)
+            report_id = self.shared.report_id
         now = utcnow()
         removal: dict[str, Any] = {"performed": False, "reason": "", "candidates": 0, "removed": 0,
                                    "refusedByCap": False, "retired": 0}
         gate = self._removal_gate(reason)
         active = {pid: rec for pid, rec in self.known.items() if rec.status == "active"}
+        # A page that now redirects to another is not an orphan unless that page was processed: a
+        # redirect loop between two linked pages leaves both unprocessed, and neither is removed.
+        if self.redirected_to:
+            processed: set[str] = set()
+            for entry in self.ledger.items.values():
+                if entry["status"] != "success":
+                    continue
+                processed.add(entry.get("pageId", ""))
+                if entry.get("url"):
+                    with contextlib.suppress(ValueError):
+                        processed.add(page_id(entry["url"]))
+            self.reached.update(pid for pid, target in self.redirected_to.items() if target not in processed)
         orphans = sorted(pid for pid in active if pid not in self.reached)
         removal["candidates"] = len(orphans)
         if gate is not None:
@@ -473,7 +610,8 @@ class CrawlRun:
         scrapy_stats = {k: v for k, v in (self.crawler.stats.get_stats() if self.crawler.stats else {}).items()}
         report: dict[str, Any] = {
             "schemaVersion": 1,
-            "runId": self.run_id,
+            "runId": report_id,
+            "scrapydJob": self.args.scrapyd_job,
             "source": self.source.name,
             "seedUrl": self.seed_url,
             "scopePrefix": self.scope.prefix,
@@ -484,6 +622,7 @@ class CrawlRun:
             "result": result,
             "resultReason": result_reason,
             "full": self.args.full,
+            "render": self.render,
             "scope": self.scope.as_dict(),
             "scopeOverrides": sorted(self.args.overrides),
             "frontierCut": self.frontier_cut,
@@ -494,14 +633,30 @@ class CrawlRun:
             "scrapy": {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in sorted(scrapy_stats.items())},
             "items": dict(sorted(items.items())),
         }
-        path = write_report(self.config.runs_dir, self.source.name, self.run_id, report)
+        if self.mirror is not None:
+            report["mirror"] = await self.call("mirror", self.mirror.report, items)
+        path = write_report(self.config.runs_dir, self.source.name, report_id, report)
+        if self.shared is not None:
+            self.shared.expire()
         summary = {k: v for k, v in report["stats"].items()}
+        if self.progress_recorder is not None:
+            await self.progress_recorder.close()
         await self.db(
             self.store.finish_run,
             RunRecord(self.run_id, self.source.id, self.started_at, now, reason, result, summary, str(path)),
         )
         logger.info("Run %s %s: %s; report %s", self.run_id, result, _brief(report["stats"]), path)
         return report
+
+    async def _finish_worker(self, reason: str) -> None:
+        """Close a distributed worker that does not write the report: its own run row only."""
+        assert self.store is not None and self.source is not None
+        if self.progress_recorder is not None:
+            await self.progress_recorder.close()
+        result, _ = self._result(reason)
+        await self.db(self.store.finish_run, RunRecord(self.run_id, self.source.id, self.started_at, utcnow(),
+                                                       reason, result, summarize(self.ledger.items)))
+        logger.info("Run %s: worker done (%s); the last worker to close writes the report", self.run_id, reason)
 
 
 def _brief(stats: dict[str, int]) -> str:

@@ -6,6 +6,11 @@ as an error, the delay stays at ``AUTOTHROTTLE_START_DELAY`` for the whole run a
 of a site that sends validators takes longer than the cold crawl did. Here a 304 adjusts the delay as
 a 200 would; every other status keeps Scrapy's policy.
 
+A slot whose host sets a robots.txt ``Crawl-delay`` never goes faster than that: after each adjustment
+the delay is raised back to the floor that :mod:`docscraper.ratelimit` keeps for the slot.
+
+Files of a local folder (``file://``) are read without a delay.
+
 Enabled in place of ``scrapy.extensions.throttle.AutoThrottle``; same settings (``AUTOTHROTTLE_*``).
 """
 
@@ -15,7 +20,10 @@ from typing import TYPE_CHECKING
 
 from scrapy.extensions.throttle import AutoThrottle
 
+from docscraper.ratelimit import enforce_delay_floor
+
 if TYPE_CHECKING:
+    from scrapy import Request, Spider
     from scrapy.core.downloader import Slot
     from scrapy.http import Response
 
@@ -27,3 +35,15 @@ class ConditionalAutoThrottle(AutoThrottle):
         if response.status == 304:
             response = response.replace(status=200)
         super()._adjust_delay(slot, latency, response)
+
+    def _response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
+        super()._response_downloaded(response, request, spider)
+        key, slot = self._get_slot(request, spider)
+        if request.url.startswith("file:"):
+            # A local folder is nobody's server, and its answers carry no latency for AutoThrottle to
+            # read: without this, every file would wait AUTOTHROTTLE_START_DELAY.
+            if slot is not None:
+                slot.delay = self.mindelay
+            return
+        if key is not None and slot is not None:
+            enforce_delay_floor(self.crawler, key, slot)

@@ -14,6 +14,7 @@ Metadata per chunk: ``source``, ``page_id``, ``url``, ``title``, ``heading``, ``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,6 +32,8 @@ __all__ = [
     "SearchHit",
     "VectorIndex",
     "chunk_id",
+    "forget_persistent_clients",
+    "persistent_stamp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -68,6 +71,8 @@ class VectorIndex(Protocol):
     def upsert(self, chunks: Sequence[ChunkRecord]) -> None: ...
     def delete(self, ids: Sequence[str]) -> None: ...
     def delete_pages(self, source: str, page_ids: Iterable[str]) -> int: ...
+    def delete_source(self, source: str) -> int: ...
+    def rename_source(self, old: str, new: str) -> int: ...
     def count(self, source: str | None = None, page_id: str | None = None) -> int: ...
     def query(self, vector: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]: ...
     def close(self) -> None: ...
@@ -166,6 +171,24 @@ class ChromaIndex:
                 deleted += len(ids)
         return deleted
 
+    def _source_ids(self, source: str) -> list[str]:
+        return list(self.collection.get(where=_where(source), include=[])["ids"])
+
+    def delete_source(self, source: str) -> int:
+        """Delete every chunk whose metadata ``source`` is *source*; returns how many went."""
+        ids = self._source_ids(source)
+        self.delete(ids)
+        return len(ids)
+
+    def rename_source(self, old: str, new: str) -> int:
+        """Relabel every chunk of source *old* as *new* (metadata only: ids and vectors stay)."""
+        ids = self._source_ids(old)
+        for batch in self._batches(ids):
+            got = self.collection.get(ids=list(batch), include=["metadatas"])
+            metadatas = [{**dict(meta or {}), "source": new} for meta in got.get("metadatas") or []]
+            self.collection.update(ids=list(got["ids"]), metadatas=metadatas)  # type: ignore[arg-type]
+        return len(ids)
+
     def count(self, source: str | None = None, page_id: str | None = None) -> int:
         where = _where(source, page_id)
         if where is None:
@@ -189,6 +212,49 @@ class ChromaIndex:
         return hits
 
     def close(self) -> None:
-        # Chroma has no public close; dropping the references lets the persistent client release its files.
+        client = self.client
         self.collection = None  # type: ignore[assignment]
         self.client = None  # type: ignore[assignment]
+        if client is not None and self.location.startswith(("http://", "https://")):
+            _close_http_client(client)
+        # A persistent client is shared per directory (see forget_persistent_clients): dropping the
+        # references lets it release its files without stopping a system another index still uses.
+
+
+def _close_http_client(client: Any) -> None:
+    """Close an HTTP client's connections. ``Client.close()`` only releases its systems (each HTTP client
+    has its own, and an admin client with another); their HTTP sessions stay open until garbage
+    collection, which leaks sockets in a long-lived process (the MCP server)."""
+    servers = [getattr(client, "_server", None), getattr(getattr(client, "_admin_client", None), "_server", None)]
+    try:
+        client.close()
+    except Exception as exc:  # closing must never fail a crawl that otherwise ended well
+        logger.debug("Closing the Chroma HTTP client failed: %s", exc)
+    for server in servers:
+        session = getattr(server, "_session", None)
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.close()
+
+
+def persistent_stamp(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """What changes whenever any process writes to the persistent Chroma directory *path*: its SQLite
+    files' names, sizes and modification times (every write goes through them; reads do not touch them)."""
+    stamp = []
+    for file in sorted(path.glob("chroma.sqlite3*")):
+        try:
+            info = file.stat()
+        except OSError:
+            continue
+        stamp.append((file.name, info.st_size, info.st_mtime_ns))
+    return tuple(stamp)
+
+
+def forget_persistent_clients() -> None:
+    """Drop the Chroma systems this process keeps, one per directory, so that the next :class:`ChromaIndex`
+    loads the index from disk again. A persistent client keeps its vector segments in memory and never sees
+    what another process (a crawl) wrote since it opened them. Call it only while no index of this process
+    is in use: every open client stops working."""
+    from chromadb.api.client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()

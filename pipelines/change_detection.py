@@ -3,9 +3,11 @@
 ``ChangeDetectionPipeline`` sets ``metadata.content_hash`` (SHA-256 of the normalized Markdown) and
 ``metadata.change`` (``new``, ``changed`` or ``unchanged``). An unchanged page is marked seen and
 dropped with ``DropItem`` at DEBUG level: no chunking, no embedding, no index write (DESIGN rule 2).
-With ``-a full=1`` unchanged pages go on down the pipeline and are reported with ``forced: true``.
+With ``-a full=1`` unchanged pages go on down the pipeline and are reported with ``forced: true``; so
+does a page marked by ``scrapy reindex`` (``metadata.force``), counted as ``forced``.
 
-Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (default on). Stats: ``docscraper/pages_unchanged``.
+Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (default on). Stats: ``docscraper/pages_unchanged``,
+``docscraper/forced`` (pages re-processed for a reindex mark; the report's ``counters.forced``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ class ChangeDetectionPipeline(RunPipeline):
             meta.change = "changed"
         else:
             meta.change = "unchanged"
-        if meta.change == "unchanged" and not run.args.full:
+        if meta.force:
+            run.count("forced")
+        if meta.change == "unchanged" and not run.args.full and not meta.force:
             await run.page_unchanged(
                 meta.page_id,
                 meta.path,
@@ -54,6 +58,7 @@ class ChangeDetectionPipeline(RunPipeline):
                 http_status=meta.http_status,
                 fetched_at=meta.fetched_at,
                 links=meta.links,
+                redirects=meta.redirects,
                 url=item.url,
                 finder=meta.finder,
                 depth=meta.depth,

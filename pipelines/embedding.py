@@ -1,7 +1,8 @@
 """Embedding: vectors for each page's chunks, batched across pages, off the reactor thread.
 
 A chunk whose text did not change since the page was last indexed keeps its vector: the page's stored
-chunks are looked up by ``chunk_hash`` and their vectors read back from the index. The others are queued;
+chunks are looked up by ``chunk_hash`` and their vectors read back from the index (not for a page marked
+by ``scrapy reindex``, ``metadata.force``: all of its chunks are embedded again). The others are queued;
 the queue goes to the model (on the run's ``model`` thread) when it holds
 ``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` texts, when its oldest text has waited
 ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS``, or when the previous batch finishes with texts waiting. Pages
@@ -51,7 +52,8 @@ class EmbeddingPipeline(RunPipeline):
         source = run.source.name if run.source else ""
         previous = await run.call("index", run.vectors.page_chunks, source, item.metadata.page_id)
         item.previous_chunks = previous
-        by_hash = {chunk_hash: cid for cid, chunk_hash in previous.items() if chunk_hash}
+        # A page marked by `scrapy reindex` is embedded afresh: no stored vector is trusted.
+        by_hash = {} if item.metadata.force else {h: cid for cid, h in previous.items() if h}
         reusable = [by_hash[c.chunk_hash] for c in item.chunks if c.chunk_hash in by_hash]
         stored = await run.call("index", run.vectors.vectors_for, reusable) if reusable else {}
         vectors: list[Any] = []

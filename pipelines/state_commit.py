@@ -4,7 +4,11 @@ DESIGN rule 1: the index is written first, the state row (hash, validators, stat
 leaves the state behind the index and the next run redoes the page. An item that fails in an earlier
 pipeline never reaches this one: :meth:`StateCommitPipeline.item_error` records it as a failed page.
 
-Settings: none. Stats: ``docscraper/pages_new``, ``docscraper/pages_changed``.
+The page's images (``metadata.images``) are written in the same transaction as its row, replacing the
+ones stored before; an unchanged page never gets here, so its images stay as they are.
+
+Settings: none. Stats: ``docscraper/pages_new``, ``docscraper/pages_changed``, ``docscraper/images`` (images
+recorded this run; the report's ``counters.images``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from scrapy import signals
 
 from docscraper.items import PageItem
 from docscraper.run import run_for
-from docscraper.state import PageWrite
+from docscraper.state import ImageRecord, PageWrite
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
@@ -56,12 +60,18 @@ class StateCommitPipeline(RunPipeline):
                 run_id=run.run_id,
                 chunk_count=meta.chunk_count,
                 links=tuple(meta.links),
+                redirects=tuple(meta.redirects),
+                forced=meta.force,
+                images=tuple(ImageRecord(i.url, i.alt, i.caption, i.title) for i in meta.images),
             )
         )
+        if meta.images:
+            run.count("images", len(meta.images))
         run.reached.add(meta.page_id)
-        forced = meta.change == "unchanged" or None
+        forced = meta.change == "unchanged" or meta.force or None
         run.page_processed(meta.path, meta.change, meta.fetched_at, url=item.url, finder=meta.finder,
-                           depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced)
+                           depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced,
+                           redirects=meta.redirects or None)
         return item
 
     def item_error(self, item: Any, response: Any, spider: Any, failure: Any) -> None:

@@ -19,8 +19,20 @@ COMMANDS_MODULE = "docscraper.commands"
 # -- docscraper -------------------------------------------------------------------------------------
 DOCSCRAPER_DATA_DIR = os.environ.get("DOCSCRAPER_DATA_DIR", "data")
 DOCSCRAPER_STATE_URL = os.environ.get("DOCSCRAPER_STATE_URL") or None
+# A Chroma server (http://host:8000) instead of the persistent directory DATA_DIR/chroma.
+DOCSCRAPER_CHROMA_URL = os.environ.get("DOCSCRAPER_CHROMA_URL") or None
 DOCSCRAPER_MAX_DELETE_RATIO = 0.5
 DOCSCRAPER_GONE_AFTER = 2
+DOCSCRAPER_SSRF_GUARD_ENABLED = True
+DOCSCRAPER_SSRF_ALLOWED_HOSTS: list[str] = []
+# The Markdown mirror's folder (docscraper.mirror); -a save_dir=DIR wins. Unset: no mirror.
+DOCSCRAPER_SAVE_DIR = os.environ.get("DOCSCRAPER_SAVE_DIR") or None
+# Where the MCP server's recrawl_source starts crawls (docscraper.launch): unset, a detached
+# `scrapy crawl` process here; a Scrapyd URL, a job there.
+DOCSCRAPER_SCRAPYD_URL = os.environ.get("DOCSCRAPER_SCRAPYD_URL") or None
+# The SSRF guard's check at connect time (DNS rebinding); docscraper.ssrf.SsrfGuardHostnameResolver
+# resolves IPv6 too.
+TWISTED_DNS_RESOLVER = "docscraper.ssrf.SsrfGuardResolver"
 
 # -- politeness -------------------------------------------------------------------------------------
 USER_AGENT = _USER_AGENT
@@ -35,8 +47,24 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
     "docscraper.throttle.ConditionalAutoThrottle": 0,
+    # a progress line on a terminal; a crawl without progress for DOCSCRAPER_WATCHDOG_SECONDS stops
+    "docscraper.progress.ProgressLine": 0,
+    "docscraper.watchdog.Watchdog": 0,
 }
 DOWNLOAD_TIMEOUT = 30
+# file:// sources: read only inside the source folder, typed by extension (docscraper.localfiles).
+# http(s): Scrapy's HTTP/1.1 handler, and Chromium through scrapy-playwright for the page requests of a
+# run that renders (-a render=js); the browser starts with the first rendered page (docscraper.rendering).
+DOWNLOAD_HANDLERS = {
+    "file": "docscraper.localfiles.LocalFileDownloadHandler",
+    "http": "docscraper.rendering.RenderingDownloadHandler",
+    "https": "docscraper.rendering.RenderingDownloadHandler",
+}
+# scrapy-playwright needs the asyncio reactor (Scrapy's default, stated here so no profile loses it).
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+DOCSCRAPER_CHROMIUM_PATH = os.environ.get("DOCSCRAPER_CHROMIUM_PATH", "/usr/bin/chromium")
+# Chromium tabs open at once; each holds a whole rendered page in memory.
+PLAYWRIGHT_MAX_PAGES_PER_CONTEXT = 4
 DOWNLOAD_MAXSIZE = 20 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 5 * 1024 * 1024
 RETRY_TIMES = 2
@@ -49,13 +77,26 @@ DUPEFILTER_CLASS = "docscraper.middlewares.PageDupeFilter"
 # The spider assigns depth itself (llms.txt and sitemap pages are depth 1 however deep their sitemap
 # was) and records every refusal, so Scrapy's DepthMiddleware is replaced by that.
 SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None}
-DOWNLOADER_MIDDLEWARES = {"docscraper.middlewares.RedirectScopeMiddleware": 50}
+DOWNLOADER_MIDDLEWARES = {
+    # SSRF guard: no request (redirect hops, discovery and robots.txt included) to loopback, private,
+    # link-local... addresses other than the source's host; first, so robots.txt is not asked first.
+    "docscraper.ssrf.SsrfGuardMiddleware": 40,
+    "docscraper.middlewares.RedirectScopeMiddleware": 50,
+    # robots.txt per RFC 9309 (a 5xx or unreachable robots.txt disallows the host), in Scrapy's slot.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "docscraper.robots.RobotsTxtMiddleware": 100,
+    # Retry-After pauses, Crawl-delay, stop on repeated 429s; between RetryMiddleware (550) and the
+    # downloader, so it sees a 429 before it is retried.
+    "docscraper.ratelimit.RateLimitMiddleware": 560,
+}
 # Breadth first: the pages nearest the seed come first, which is what max_pages should keep.
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"
 SCHEDULER_MEMORY_QUEUE = "scrapy.squeues.FifoMemoryQueue"
 
 # -- pipelines --------------------------------------------------------------------------------------
 ITEM_PIPELINES = {
+    # before change detection, so an unchanged page whose mirror file was deleted is written again
+    "pipelines.mirror.MirrorPipeline": 50,
     "pipelines.change_detection.ChangeDetectionPipeline": 100,
     "pipelines.chunking.ChunkingPipeline": 200,
     "pipelines.embedding.EmbeddingPipeline": 300,

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.mockserver import DocsServer, copy_site
+from tests.services import chroma_server, scrapyd_server  # noqa: F401  (fixtures: Scrapyd, a Chroma server)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,6 +80,30 @@ def crawl(tmp_path: Path) -> Crawl:
         if check:
             assert proc.returncode == 0, proc.stderr[-5000:]
             assert "Traceback" not in proc.stderr, proc.stderr[-5000:]
+        return result
+
+    return run
+
+
+@pytest.fixture
+def command(tmp_path: Path) -> Crawl:
+    """Run another project command (``sources``, ``recrawl``, ``reindex``...) as ``python -m scrapy ...``
+    from the project root, on the same data directory as the ``crawl`` fixture. The vector index is off
+    unless *index* is true, as for crawls."""
+    data_dir = tmp_path / "data"
+
+    def run(*args: str, settings: dict[str, str] | None = None, check: bool = True, timeout: float = 300,
+            index: bool = False) -> CrawlResult:
+        command = [sys.executable, "-m", "scrapy", *args]
+        settings = {"DOCSCRAPER_INDEX_ENABLED": "1" if index else "0", **(settings or {})}
+        for name, value in settings.items():
+            command += ["-s", f"{name}={value}"]
+        env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", PYTHONWARNINGS="")
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+        result = CrawlResult(proc.returncode, proc.stdout, proc.stderr, data_dir)
+        if check:
+            assert proc.returncode == 0, proc.stderr[-5000:]
+        assert "Traceback" not in proc.stderr, proc.stderr[-5000:]
         return result
 
     return run

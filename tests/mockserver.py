@@ -14,9 +14,16 @@ from a root folder and adds the few dynamic behaviours a real documentation host
 * ``_routes.json`` in the root maps a path to a canned answer (redirects, 410, 500, slow pages): ``{"/p":
   {"status": 301, "location": "__BASE__/q", "body": "...", "headers": {...}, "delay": 0.5}}``. It is read
   on every request, so a test can edit the routes of its private copy of the site (:func:`copy_site`).
+  ``"times": N`` makes a route answer only the first N requests for its path; later ones are served as if
+  the route were not there (a 429 once, then the page from disk). Uses are counted per server.
+  Hostile bodies: ``"body_encoding": "cp1252"`` sends the body text in that Python codec instead of
+  UTF-8 (bytes that disagree with the declared charset); ``"repeat": N`` sends the body N times over;
+  ``"gzip": true`` sends it gzip-compressed with ``Content-Encoding: gzip``, compressed as a stream, so a
+  large ``repeat`` makes a decompression bomb of a few kilobytes without holding it in memory.
 * ``_routes.json``, dot files and anything outside the root are never served.
 
-Every request is recorded in :attr:`DocsServer.requests` so tests can assert what was (not) fetched.
+Every request is recorded in :attr:`DocsServer.requests` so tests can assert what was (not) fetched, and
+its arrival time (``time.monotonic()``) at the same index of :attr:`DocsServer.request_times`.
 Nothing is logged per request.
 
 Run ``python -m tests.mockserver [--port 8000] [--root tests/site]`` to serve the site in the foreground.
@@ -37,6 +44,7 @@ import shutil
 import sys
 import threading
 import time
+import zlib
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -99,6 +107,20 @@ def _error_page(status: int, detail: str = "") -> bytes:
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{status} {phrase}</title>'
         f"</head><body><h1>{status} {phrase}</h1><p>{text}</p></body></html>\n"
     ).encode()
+
+
+def _gzip_repeated(data: bytes, times: int) -> bytes:
+    """gzip of *data* repeated *times*, compressed piece by piece: never more than ~1 MiB in memory."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # wbits 31: a gzip header and trailer
+    out = []
+    per_piece = max(1, (1 << 20) // max(1, len(data)))
+    piece = data * per_piece
+    full, rest = divmod(times, per_piece)
+    for _ in range(full):
+        out.append(compressor.compress(piece))
+    out.append(compressor.compress(data * rest))
+    out.append(compressor.flush())
+    return b"".join(out)
 
 
 class _Server(ThreadingHTTPServer):
@@ -183,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
         route = docs._routes().get(path)
-        if route is not None:
+        if route is not None and docs._use_route(path, route):
             self._serve_route(route, head=head)
             return
 
@@ -241,9 +263,17 @@ class _Handler(BaseHTTPRequestHandler):
         if "location" in route:
             headers["Location"] = self._substitute(str(route["location"]).encode()).decode()
         if "body" in route:
-            body = self._substitute(str(route["body"]).encode())
+            text = str(route["body"]).replace(BASE_PLACEHOLDER, self.server.docs.base_url)
+            body = text.encode(str(route.get("body_encoding") or "utf-8"))
         else:
             body = _error_page(status) if status != HTTPStatus.NOT_MODIFIED else b""
+        repeat = int(route.get("repeat", 1) or 1)
+        if route.get("gzip"):
+            body = _gzip_repeated(body, repeat)
+            if "content-encoding" not in {k.lower() for k in headers}:
+                headers["Content-Encoding"] = "gzip"
+        elif repeat > 1:
+            body *= repeat
         self._send(status, body, head=head, headers=headers)
 
     def _serve_bytes(self, data: bytes, content_type: str, mtime: float, *, head: bool) -> None:
@@ -284,6 +314,9 @@ class DocsServer:
             raise FileNotFoundError(f"site root {self.root} is not a folder")
         #: ``(method, path with query, request headers)`` of every request received, in arrival order.
         self.requests: list[tuple[str, str, dict[str, str]]] = []
+        #: ``time.monotonic()`` when each request of :attr:`requests` arrived (same index).
+        self.request_times: list[float] = []
+        self._route_uses: dict[str, int] = {}
         self._lock = threading.Lock()
         self._httpd = _Server((host, port), self)
         self.host = host
@@ -344,10 +377,23 @@ class DocsServer:
         """Forget the requests recorded so far (between two crawls of one test)."""
         with self._lock:
             self.requests.clear()
+            self.request_times.clear()
 
     def _record(self, method: str, path: str, headers: dict[str, str]) -> None:
         with self._lock:
             self.requests.append((method, path, headers))
+            self.request_times.append(time.monotonic())
+
+    def _use_route(self, path: str, route: dict[str, Any]) -> bool:
+        """Whether *route* answers this request: always, or its first ``times`` requests."""
+        if route.get("times") is None:
+            return True
+        with self._lock:
+            used = self._route_uses.get(path, 0)
+            if used >= int(route["times"]):
+                return False
+            self._route_uses[path] = used + 1
+            return True
 
     def _routes(self) -> dict[str, dict[str, Any]]:
         # Read on every request: the file is tiny, and tests edit the routes of their copy mid-run.

@@ -63,6 +63,11 @@ def test_first_crawl_indexes_every_allowed_page_once(site: DocsServer, crawl: Cr
     # who found each page first: llms-full > llms > sitemap > link (tests/site/README.md)
     finders = Counter(e["finder"] for e in report["items"].values() if e["status"] == "success")
     assert finders == {"llms-full": 4, "llms": 7, "sitemap": 20, "link": 3}
+    # llms.txt lists concepts.html.md: fetched for its Markdown, recorded (and searched) as concepts.html
+    assert report["items"]["guide/concepts.html"]["finder"] == "llms"
+    assert "guide/concepts.html.md" not in report["items"]
+    concepts = Counter(path for method, path, _ in site.requests if path.startswith("/docs/guide/concepts."))
+    assert concepts == {"/docs/guide/concepts.html.md": 1}
     depths = {k: e["depth"] for k, e in report["items"].items() if e["status"] == "success"}
     assert depths["./"] == 0
     assert depths["guide/troubleshooting.html"] == 2  # faq.html (llms, depth 1) links it
@@ -304,6 +309,18 @@ def test_llms_txt_argument_when_auto_detection_cannot_find_it(site: DocsServer, 
     report = assert_valid(given)
     assert report["discovery"]["llms"]["links"] == 11
     assert report["discovery"]["llms"]["url"] == f"{site.base_url}/llms-index.txt"
+
+
+def test_discovery_files_behind_redirects_are_followed(site: DocsServer, crawl: Crawl) -> None:
+    # Hosts such as Read the Docs answer /llms.txt and /sitemap.xml with a redirect to the versioned file.
+    (site.root / "docs" / "llms.txt").rename(site.root / "docs" / "llms-v2.txt")
+    (site.root / "_routes.json").write_text(json.dumps(
+        {"/docs/llms.txt": {"status": 301, "location": "__BASE__/docs/llms-v2.txt"}}))
+    result = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(result)
+    assert report["discovery"]["llms"] == {"url": f"{site.base_url}/docs/llms-v2.txt", "links": 11}
+    finders = Counter(e["finder"] for e in report["items"].values() if e["status"] == "success")
+    assert finders == {"llms-full": 4, "llms": 7, "sitemap": 20, "link": 3}
 
 
 def test_pages_over_the_size_cap_are_skipped_and_kept(site: DocsServer, crawl: Crawl) -> None:

@@ -636,6 +636,75 @@ def test_billion_laughs_is_not_expanded() -> None:
     assert "lollol" not in repr(doc)
 
 
+@pytest.mark.parametrize(
+    "doctype",
+    [
+        '<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>',
+        '<!DOCTYPE urlset [<!ENTITY % ext SYSTEM "file:///etc/passwd"> %ext;]>',
+        '<!DOCTYPE urlset SYSTEM "file:///etc/passwd">',
+    ],
+    ids=["general-entity", "parameter-entity", "external-dtd"],
+)
+def test_system_files_never_leak_into_a_sitemap(doctype: str) -> None:
+    body = (
+        f'<?xml version="1.0"?>\n{doctype}\n'
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+        "<url><loc>https://h.example/&xxe;</loc></url><url><loc>&xxe;</loc></url>"
+        "<url><loc>https://h.example/plain</loc></url></urlset>"
+    ).encode()
+    doc = parse_sitemap(body, SM_URL)
+    assert "root:" not in repr(doc) and "/bin/" not in repr(doc)
+    assert "https://h.example/plain" in [e.url for e in doc.entries]
+
+
+def test_external_entity_is_never_fetched_over_the_network(tmp_path) -> None:
+    from tests.mockserver import DocsServer
+
+    (tmp_path / "secret.txt").write_text("NETWORK-SECRET")
+    with DocsServer(tmp_path) as server:
+        body = (
+            f'<?xml version="1.0"?>\n<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "{server.url("/secret.txt")}">'
+            f'<!ENTITY % dtd SYSTEM "{server.url("/evil.dtd")}"> %dtd;]>\n'
+            '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            "<url><loc>https://h.example/&xxe;</loc></url><url><loc>https://h.example/ok</loc></url></urlset>"
+        ).encode()
+        doc = parse_sitemap(body, SM_URL)
+        assert server.requests == []
+    assert "NETWORK-SECRET" not in repr(doc)
+
+
+def test_entity_bombs_use_little_memory() -> None:
+    """Billion laughs (10^9 copies) and a quadratic blow-up (one 100 kB entity used 10,000 times): parsed in
+    a fresh interpreter whose peak resident memory is compared with what it had before parsing."""
+    script = r"""
+import resource, sys
+from docscraper.discovery import parse_sitemap
+laughs = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
+billion = (f'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY lol0 "lol">{laughs}]>'
+           '<urlset><url><loc>https://h.example/&lol9;</loc></url></urlset>').encode()
+quadratic = ('<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY big "' + "x" * 100_000 + '">]><urlset>'
+             + "<url><loc>https://h.example/&big;</loc></url>" * 10_000 + "</urlset>").encode()
+parse_sitemap(b"<urlset><url><loc>https://h.example/warm</loc></url></urlset>", "https://h.example/s.xml")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for body in (billion, quadratic):
+    doc = parse_sitemap(body, "https://h.example/s.xml", max_bytes=0)
+    assert "lollol" not in repr(doc) and "xxxxxxxxxx" not in repr(doc), doc.problem
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert time.monotonic() - started < 30
+    grown_kib = int(proc.stdout.split()[-1])
+    # the quadratic body itself is 1.4 MB; expanded it would be 1 GB, the laughs 3 GB
+    assert grown_kib < 64 * 1024, f"peak memory grew by {grown_kib} KiB"
+
+
 # --- robots.txt ---------------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 
 from docscraper.extraction import (
+    MAX_HTML_CHARS,
     Extracted,
     _DocsConverter,
     _parse,
@@ -498,6 +499,35 @@ def test_deep_nesting_keeps_text() -> None:
     assert "deep text" in extract_html(html, "https://e.com/").markdown
     lists = "<ul><li>" * 1000 + "deep item" + "</li></ul>" * 1000
     assert "deep item" in extract_html(lists, "https://e.com/").markdown
+
+
+@pytest.mark.parametrize(
+    ("hostile", "kept"),
+    [
+        ("<div>" * 10_000 + "deep text" + "</div>" * 10_000, "deep text"),
+        ("<p>start</p>" + "<div><span><b><i>" * 10_000 + "never closed", "start"),
+        ("<ul><li>" * 10_000 + "deep item", "deep item"),
+        ("<p>start</p>" + "<table><tr><td>" * 1_000 + "nested cell", "nested cell"),
+        ("<table>" + "<tr><td>cell" * 5_000, "cell"),
+        ("<p>a\x00b</p>\x00<p>\x00</p>" * 1_000, "ab"),
+        (b"<meta charset=utf-8><p>ok \xc3\x28 \xa0\xa1 \xe2\x28\xa1 \xf0\x28\x8c\xbc \xf8\xa1\xa1\xa1\xa1 \xed\xa0\x80 end</p>",
+         "end"),
+        ("<p>" + "word " * (1024 * 1024) + "</p>", "word word"),
+        ("x" * (5 * 1024 * 1024), "xxxx"),
+        ("<p>kept</p><!-- " + "never closed " * 10_000, "kept"),
+        ("<p " + "a=1 " * 100_000 + ">attributes</p>", "attributes"),
+    ],
+    ids=["10k-divs", "10k-unclosed", "10k-lists", "1k-nested-tables", "5k-unclosed-rows", "nul-bytes",
+         "invalid-utf8", "5MB-line", "5MB-text", "unclosed-comment", "100k-attributes"],
+)
+def test_hostile_html_never_raises_and_keeps_its_text(hostile: str | bytes, kept: str) -> None:
+    started = time.perf_counter()
+    result = extract_html(hostile, "https://e.com/")
+    assert kept in result.markdown
+    assert "\x00" not in result.markdown
+    assert len(result.markdown) <= MAX_HTML_CHARS + 100
+    # generous: only a runaway (quadratic on 10,000 levels) would come near it
+    assert time.perf_counter() - started < 10
 
 
 def test_bad_url_does_not_raise() -> None:

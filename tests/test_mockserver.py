@@ -446,6 +446,48 @@ def test_copy_site_can_be_edited(tmp_path: Path) -> None:
     assert (SITE_ROOT / "docs/faq.html").is_file()
 
 
+def test_route_with_times_answers_its_first_requests_only(tmp_path: Path) -> None:
+    root = copy_site(tmp_path / "site")
+    routes = json.loads((root / "_routes.json").read_text(encoding="utf-8"))
+    routes["/docs/glossary.html"] = {"status": 429, "headers": {"Retry-After": "2"}, "times": 2}
+    routes["/docs/nowhere.html"] = {"status": 503, "times": 1}
+    (root / "_routes.json").write_text(json.dumps(routes), encoding="utf-8")
+    with DocsServer(root) as srv:
+        url = srv.url("/docs/glossary.html")
+        first, second, third = fetch(url), fetch(url), fetch(url)
+        assert (first[0], first[1]["Retry-After"]) == (429, "2")
+        assert second[0] == 429
+        assert third[0] == 200 and b"Glossary" in third[2]
+        # once spent, a route is as if it were not there: no file, 404
+        assert [fetch(srv.url("/docs/nowhere.html"))[0] for _ in range(2)] == [503, 404]
+        assert fetch(srv.url("/docs/retired.html"))[0] == fetch(srv.url("/docs/retired.html"))[0] == 410
+        # arrival times, one per request, in order
+        assert len(srv.request_times) == len(srv.requests) == 7
+        assert srv.request_times == sorted(srv.request_times)
+        srv.reset_requests()
+        assert srv.request_times == []
+
+
+def test_routes_serve_hostile_bodies(tmp_path: Path) -> None:
+    root = copy_site(tmp_path / "site")
+    routes = json.loads((root / "_routes.json").read_text(encoding="utf-8"))
+    routes["/latin.html"] = {"body": "<p>café at __BASE__</p>", "body_encoding": "cp1252",
+                             "headers": {"Content-Type": "text/html"}}
+    routes["/big.txt"] = {"body": "ab", "repeat": 5, "headers": {"Content-Type": "text/plain"}}
+    routes["/bomb.html"] = {"body": "0" * 1024, "repeat": 64 * 1024, "gzip": True}
+    (root / "_routes.json").write_text(json.dumps(routes), encoding="utf-8")
+    with DocsServer(root) as srv:
+        status, headers, body = fetch(srv.url("/latin.html"))
+        assert (status, headers["Content-Type"]) == (200, "text/html")
+        assert body == f"<p>café at {srv.base_url}</p>".encode("cp1252")
+        assert fetch(srv.url("/big.txt"))[2] == b"ab" * 5
+        # 64 MiB of zeros in a few dozen kilobytes, sent as they are, with their Content-Encoding
+        status, headers, body = fetch(srv.url("/bomb.html"))
+        assert headers["Content-Encoding"] == "gzip" and int(headers["Content-Length"]) == len(body)
+        assert len(body) < 128 * 1024
+        assert len(gzip.decompress(body)) == 64 * 1024 * 1024
+
+
 def test_changed_file_changes_etag(tmp_path: Path) -> None:
     root = copy_site(tmp_path / "site")
     with DocsServer(root) as srv:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -61,6 +62,25 @@ def test_commit_seen_fail_remove_cycle(store: SqlStateStore) -> None:
     assert store.load_pages(src.id)["b"].status == "failed"
     assert store.mark_removed(src.id, ["a", "zzz"], "r8", utcnow()) == 1
     assert store.load_pages(src.id)["a"].status == "removed"
+
+
+def test_redirect_chain_is_stored_kept_and_cleared(store: SqlStateStore) -> None:
+    src = store.ensure_source("docs", "https://h/", {})
+    chain = ("https://h/old", "https://h/older", "https://h/a")
+    store.commit_page(src.id, replace(write("a", "h1"), redirects=chain))
+    store.commit_page(src.id, write("b", "h2"))
+    pages = store.load_pages(src.id)
+    assert pages["a"].redirects == chain and pages["b"].redirects == ()
+    with store.engine.connect() as conn:
+        stored = dict(conn.execute(text("SELECT page_id, redirects FROM pages")).all())
+    assert stored["b"] is None  # SQL NULL, not the JSON text 'null'
+    # a 304 (None) keeps the chain; a fetch that was not redirected (()) clears it
+    store.mark_seen(src.id, "r2", [PageSeen("a", None, None, 304, utcnow())])
+    assert store.load_pages(src.id)["a"].redirects == chain
+    store.mark_seen(src.id, "r3", [PageSeen("a", None, None, 200, utcnow(), (), ())])
+    assert store.load_pages(src.id)["a"].redirects == ()
+    with store.engine.connect() as conn:
+        assert conn.execute(text("SELECT redirects FROM pages WHERE page_id = 'a'")).scalar() is None
 
 
 def test_runs(store: SqlStateStore) -> None:

@@ -1,6 +1,7 @@
 """``scrapy crawl``, with the ``docs`` spider's arguments checked before anything starts.
 
 A wrong argument or setting is one line on stderr and exit status 2: nothing is fetched or stored.
+So is ``-a render=js`` without a Chromium binary at ``DOCSCRAPER_CHROMIUM_PATH``.
 A crawl whose run could not open (state database unreachable, unknown source) exits with status 1.
 """
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.rendering import render_problem
 
 if TYPE_CHECKING:
     import argparse
@@ -27,8 +29,17 @@ class Command(ScrapyCrawlCommand):
         if args and args[0] == "docs":
             assert self.settings is not None
             try:
-                CrawlArgs.parse(opts.spargs)
-                DocscraperConfig.from_settings(self.settings)
+                crawl_args = CrawlArgs.parse(opts.spargs)
+                config = DocscraperConfig.from_settings(self.settings)
+                # -a render=js without a Chromium to render with: said now, not once per page
+                problem = render_problem(self.settings, config) if crawl_args.render == "js" else None
+                if problem:
+                    raise ConfigError(f"render=js: {problem}")
+                # a distributed run (settings.distributed) is named by every worker; nothing else is
+                if crawl_args.run and not self.settings.getbool("DOCSCRAPER_DISTRIBUTED"):
+                    raise ConfigError("-a run= names a shared run: crawl with SCRAPY_SETTINGS_MODULE=settings.distributed")
+                if self.settings.getbool("DOCSCRAPER_DISTRIBUTED") and not crawl_args.run:
+                    raise ConfigError("the distributed profile needs a shared run id: -a run=<id> on every worker")
             except ConfigError as exc:
                 print(f"error: docs spider: {exc}", file=sys.stderr)
                 self.exitcode = 2

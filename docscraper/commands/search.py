@@ -1,4 +1,4 @@
-"""``scrapy search "question" [-k 5] [--source NAME] [--json] [--all-chunks]``: ask the index."""
+"""``scrapy search "question" [-k 5] [--source NAME] [--json] [--all-chunks] [--images]``: ask the index."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from scrapy.exceptions import UsageError
 from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.embedding import EmbeddingError
 from docscraper.search import Searcher
+from docscraper.state import StateError
 from docscraper.vectors import IndexError_
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ class Command(ScrapyCommand):
     default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
 
     def syntax(self) -> str:
-        return '"question" [-k N] [--source NAME] [--json] [--all-chunks]'
+        return '"question" [-k N] [--source NAME] [--json] [--all-chunks] [--images]'
 
     def short_desc(self) -> str:
         return "Search the vector index for the chunks that best answer a question"
@@ -37,6 +38,7 @@ class Command(ScrapyCommand):
         parser.add_argument("--source", help="only this source's pages")
         parser.add_argument("--json", action="store_true", help="print a JSON list")
         parser.add_argument("--all-chunks", action="store_true", help="allow several chunks of one page")
+        parser.add_argument("--images", action="store_true", help="list each result page's images")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or not args[0].strip():
@@ -53,10 +55,10 @@ class Command(ScrapyCommand):
             searcher = Searcher(config)
             try:
                 results = searcher.search(args[0], k=opts.k, source=opts.source,
-                                          per_page=None if opts.all_chunks else 1)
+                                          per_page=None if opts.all_chunks else 1, with_images=opts.images)
             finally:
                 searcher.close()
-        except (ConfigError, EmbeddingError, IndexError_, ValueError) as exc:
+        except (ConfigError, EmbeddingError, IndexError_, StateError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
@@ -71,4 +73,7 @@ class Command(ScrapyCommand):
             print(f"{r.rank}. [{r.score:.3f}] {where}\n   {r.url}")
             body = " ".join(r.text.split())
             print(textwrap.indent(textwrap.fill(body[:400] + ("..." if len(body) > 400 else ""), 100), "   "))
+            for image in r.images:
+                words = " - ".join(filter(None, (image["alt"], image["caption"])))
+                print(f"   image: {image['url']}" + (f"  {words}" if words else ""))
             print()

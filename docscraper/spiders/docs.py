@@ -1,15 +1,23 @@
 """The ``docs`` spider: discover, scope and extract a documentation site.
 
 ``scrapy crawl docs -a source=URL|NAME [-a allow=GLOBS] [-a block=GLOBS] [-a max_depth=N]
-[-a max_pages=N] [-a llms_txt=URL] [-a full=1]``
+[-a max_pages=N] [-a llms_txt=URL] [-a full=1] [-a render=js|none] [-a save_dir=DIR]``
 
 Discovery runs first, in order, before any page is fetched, so that each page remembers the first
 finder that saw it: llms-full.txt (sections mapped to pages become items without a fetch), llms.txt,
 sitemaps (from robots.txt ``Sitemap:`` lines and ``sitemap.xml`` at the prefix and the root; indexes
-followed to ``DOCSCRAPER_SITEMAP_MAX_DEPTH``), then the link crawl from every fetched page.
+followed to ``DOCSCRAPER_SITEMAP_MAX_DEPTH``), then the link crawl from every fetched page. A
+``file://`` source (:mod:`docscraper.localfiles`) is discovered the same way, without robots.txt and
+without the filesystem root's ``sitemap.xml``; its ``file://`` links are followed, and no other source's.
 
 Depth: the seed is 0, llms/sitemap pages are 1, a link on a page at depth d is d+1. Requests carry
-``docscraper_page_id``, ``docscraper_finder``, ``docscraper_depth`` and ``docscraper_key`` meta keys.
+``docscraper_page_id``, ``docscraper_finder``, ``docscraper_depth`` and ``docscraper_key`` meta keys, and
+``docscraper_page_url`` when the URL fetched is a Markdown twin (``page.html.md``) of the page.
+
+Rendering (:mod:`docscraper.rendering`): when the run renders, page requests also carry
+``playwright: True`` (and ``docscraper_render``) and go without validators; discovery requests never do.
+A page whose static HTML is only scripts, in a run that does not render, is counted
+(``needs_rendering``) and its report entry gets a ``hint``.
 """
 
 from __future__ import annotations
@@ -43,13 +51,17 @@ from docscraper.discovery import (
     html_counterparts,
     is_markdown_url,
     llms_candidates,
+    markdown_twin_of,
     parse_llms_txt,
     parse_sitemap,
     sitemaps_from_robots,
     split_llms_full,
 )
+from docscraper.encoding import body_encoding, decode_body
 from docscraper.extraction import Extracted, extract_html, extract_markdown
 from docscraper.items import PageItem, PageMetadata
+from docscraper.rendering import render_failure_reason, render_meta, renders_url
+from docscraper.robots import robots_middleware
 from docscraper.run import CrawlRun, _iso
 from docscraper.scope import Refusal
 from docscraper.state import utcnow
@@ -60,6 +72,7 @@ __all__ = ["DocsSpider"]
 logger = logging.getLogger(__name__)
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain")
+_ERROR_STATUSES = list(range(400, 600))
 _BINARY_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS) - {".txt", ".md"}
 
 
@@ -79,6 +92,15 @@ def _meta(pid: str, finder: str, depth: int, key: str, **extra: Any) -> dict[str
         "depth": depth,
         **extra,
     }
+
+
+def _over_size_cap(failure: Failure) -> bool:
+    """Whether a download failed for DOWNLOAD_MAXSIZE: cut off by the download handler, or refused by
+    HttpCompressionMiddleware when the body grew past it while being decompressed."""
+    message = str(failure.value)
+    if failure.check(DownloadCancelledError):
+        return "max size" in message.lower()
+    return bool(failure.check(IgnoreRequest)) and "DOWNLOAD_MAXSIZE" in message
 
 
 def _header(response: Response, name: bytes) -> str:
@@ -102,9 +124,9 @@ class DocsSpider(scrapy.Spider):
         try:
             spider = super().from_crawler(crawler, *args, **kwargs)
             config = DocscraperConfig.from_settings(crawler.settings)
+            spider.run = CrawlRun(crawler, config, spider.args)  # a distributed run checks its settings
         except ConfigError as exc:
             raise ConfigError(f"docs spider: {exc}") from None
-        spider.run = CrawlRun(crawler, config, spider.args)
         spider.link_extractor = LinkExtractor(deny_extensions=[], unique=True, strip=True)
         return spider
 
@@ -112,7 +134,10 @@ class DocsSpider(scrapy.Spider):
 
     async def _fetch(self, url: str, what: str) -> Response | None:
         """Fetch a discovery file through the downloader (robots, retries, redirects apply)."""
-        request = Request(url, dont_filter=True, meta={"docscraper_discovery": what, "handle_httpstatus_all": True})
+        # Error statuses come back as responses; 3xx are left to RedirectMiddleware, which re-checks
+        # every hop (scope, SSRF guard): llms.txt and sitemaps often sit behind a redirect.
+        request = Request(url, dont_filter=True,
+                          meta={"docscraper_discovery": what, "handle_httpstatus_list": _ERROR_STATUSES})
         try:
             assert self.crawler.engine is not None
             response = await self.crawler.engine.download_async(request)
@@ -126,6 +151,15 @@ class DocsSpider(scrapy.Spider):
             return None
         return response
 
+    async def _robots_text(self, url: str) -> str:
+        """The host's robots.txt, for its ``Sitemap:`` lines: from the robots middleware, which fetches it
+        once per host for the whole run, or fetched here when robots.txt is not obeyed."""
+        robots = robots_middleware(self.crawler)
+        if robots is not None:
+            return (await robots.robots_for(url)).text
+        response = await self._fetch(urljoin(url, "/robots.txt"), "robots.txt")
+        return response.text if isinstance(response, TextResponse) else ""
+
     @staticmethod
     def _is_text_file(response: Response) -> bool:
         ctype = _header(response, b"Content-Type").lower()
@@ -136,6 +170,8 @@ class DocsSpider(scrapy.Spider):
         run = self.run
         if not run.opened:
             return
+        if run.shared is not None and not run.shared.lead_discovery():
+            return  # a distributed run: another worker discovers and seeds the shared queue
         seed = run.seed_url
         candidates: dict[str, _Candidate] = {}
 
@@ -153,10 +189,10 @@ class DocsSpider(scrapy.Spider):
                 run.note_duplicate(url)
 
         llms_items: list[PageItem] = []
-        if urlsplit(seed).scheme in ("http", "https"):
+        if urlsplit(seed).scheme in ("http", "https", "file"):
             try:
-                robots = await self._fetch(urljoin(seed, "/robots.txt"), "robots.txt")
-                robots_text = robots.text if isinstance(robots, TextResponse) else ""
+                # robots.txt does not apply to a local folder (docscraper.localfiles)
+                robots_text = await self._robots_text(seed) if not run.is_local else ""
                 llms_links, llms_items, section_links = await self._discover_llms()
                 for link in llms_links:
                     offer(link, "llms", 1)
@@ -182,6 +218,8 @@ class DocsSpider(scrapy.Spider):
         for request in requests:
             if request is not None:
                 yield request
+        if run.shared is not None:
+            run.shared.discovery_finished()  # every request above is in the shared queue now
 
     async def _discover_llms(self) -> tuple[list[str], list[PageItem], list[str]]:
         """llms.txt links, llms-full.txt items (mapped sections, claimed so they are not fetched) and the
@@ -223,20 +261,23 @@ class DocsSpider(scrapy.Spider):
             for section in split.sections:
                 if section.url is None:
                     continue
-                refusal = run.scope.check(section.url) or run.scope.check_depth(1)
+                section_url = markdown_twin_of(section.url) or section.url
+                refusal = run.scope.check(section_url) or run.scope.check_depth(1)
                 if refusal is not None:
-                    run.refuse(section.url, refusal, finder="llms-full")
+                    run.refuse(section_url, refusal, finder="llms-full")
                     continue
-                pid = run.claim(section.url)
+                pid = run.claim(section_url)
                 if pid is None:
-                    run.note_duplicate(section.url)
+                    run.note_duplicate(section_url)
                     continue
+                if section_url != section.url:
+                    run.claim(section.url, alias_of=section_url)
                 if not run.take_page_slot():
-                    run.refuse(section.url, Refusal("maxPages", run.frontier_cut or "max pages"))
+                    run.refuse(section_url, Refusal("maxPages", run.frontier_cut or "max pages"))
                     continue
                 mapped += 1
-                extracted = extract_markdown(section.markdown, section.url)
-                items.append(self._item(section.url, extracted, pid=pid, key=run.key(section.url),
+                extracted = extract_markdown(section.markdown, section_url)
+                items.append(self._item(section_url, extracted, pid=pid, key=run.key(section_url),
                                         finder="llms-full", depth=1,
                                         http_status=200, content_type="text/markdown", etag=None,
                                         last_modified=None, fetched_at=fetched_at))
@@ -255,7 +296,9 @@ class DocsSpider(scrapy.Spider):
         seed = run.seed_url
         queue: list[tuple[str, int]] = [(u, 0) for u in sitemaps_from_robots(robots_text, seed)]
         from_robots = bool(queue)
-        for fallback in (urljoin(run.scope.prefix, "sitemap.xml"), urljoin(seed, "/sitemap.xml")):
+        # the filesystem's root is not a local folder's site root
+        roots = () if run.is_local else (urljoin(seed, "/sitemap.xml"),)
+        for fallback in (urljoin(run.scope.prefix, "sitemap.xml"), *roots):
             if fallback not in (u for u, _ in queue):
                 queue.append((fallback, 0))
         seen: set[str] = set()
@@ -299,7 +342,7 @@ class DocsSpider(scrapy.Spider):
         """A request for a page, or None (recorded with its reason) when it must not be fetched."""
         run = self.run
         url = strip_fragment(url)
-        if not is_http_url(url):
+        if not self._fetchable(url):
             return None
         refusal = run.scope.check(url)
         discovery_only = False
@@ -319,27 +362,44 @@ class DocsSpider(scrapy.Spider):
         if extension in _BINARY_EXTENSIONS:
             run.refuse(url, Refusal("nonText", f"extension {extension}"), finder=finder)
             return None
-        pid = run.claim(url)
+        # llms.txt may list a page's Markdown twin (page.html.md): fetched for its clean Markdown, the
+        # page is still page.html, so search answers and the report name the page people read.
+        page_url = markdown_twin_of(url) if finder in ("llms", "llms-full") else None
+        pid = run.claim(page_url or url)
         if pid is None:
             run.note_duplicate(url)
             return None
+        if page_url:
+            run.claim(url, alias_of=page_url)
         if is_markdown_url(url) and finder in ("llms", "llms-full"):
             for twin in html_counterparts(url):
                 run.claim(twin, alias_of=url)
         if not run.take_page_slot():
             run.refuse(url, Refusal("maxPages", run.frontier_cut or "max pages"), finder=finder)
             return None
-        key = run.key(url)
+        key = run.key(page_url or url)
         meta = _meta(pid, finder, depth, key, docscraper_discovery_only=discovery_only)
+        if page_url:
+            meta["docscraper_page_url"] = page_url
+        # Rendered pages (docscraper.rendering) go without validators: the HTML shell's ETag says
+        # nothing about what its scripts build.
+        rendered = run.render == "js" and renders_url(url)
+        if rendered:
+            meta.update(render_meta(run.config))
         headers: dict[str, str] = {}
         known = run.lookup(pid)
         if known is not None and known.page_id != pid:
             run.claimed.setdefault(known.page_id, url)  # the canonical page this URL was stored under
-        if known is not None and known.status == "active" and known.content_hash and not run.args.full:
+        # A page marked by `scrapy reindex` is fetched in full, like every page of a full run.
+        if (known is not None and known.status == "active" and known.content_hash and not run.args.full
+                and not known.reindex_requested and not rendered):
             if known.etag:
                 headers["If-None-Match"] = known.etag
             if known.last_modified:
                 headers["If-Modified-Since"] = known.last_modified
+            # a 304 has no body to restore a Markdown mirror file deleted by hand (docscraper.mirror)
+            if headers and run.mirror is not None and not run.mirror.has_file(known.rel_path or key, known.page_id):
+                headers = {}
             if headers:
                 meta["handle_httpstatus_list"] = [304]
         return Request(url, callback=self.parse_page, errback=self.on_error, meta=meta, headers=headers,
@@ -350,6 +410,7 @@ class DocsSpider(scrapy.Spider):
     def _item(self, url: str, extracted: Extracted, *, pid: str, key: str, finder: str, depth: int,
               http_status: int | None, content_type: str | None, etag: str | None,
               last_modified: str | None, fetched_at: str) -> PageItem:
+        known = self.run.lookup(pid)
         return PageItem(
             url=url,
             title=extracted.title,
@@ -368,6 +429,8 @@ class DocsSpider(scrapy.Spider):
                 etag=etag,
                 last_modified=last_modified,
                 fetched_at=fetched_at,
+                force=known is not None and known.reindex_requested,
+                images=list(extracted.images),
             ),
         )
 
@@ -378,9 +441,18 @@ class DocsSpider(scrapy.Spider):
         finder: str = meta["docscraper_finder"]
         pid: str = meta["docscraper_page_id"]
         fetched_at = _iso(utcnow())
+        rendered = "playwright" in response.flags
+        if rendered:
+            rendered_response = self._rendered(response)
+            if rendered_response is None:
+                return
+            response = rendered_response
+        page_url = response.url
         if meta.get("redirect_urls"):
             pid = page_id(response.url)
-        key = run.key(response.url)
+        elif meta.get("docscraper_page_url"):
+            page_url = meta["docscraper_page_url"]
+        key = run.key(page_url)
         if response.status == 304:
             run.count("not_modified")
             known = run.lookup(pid)
@@ -408,11 +480,12 @@ class DocsSpider(scrapy.Spider):
         if ctype == "text/plain" and not is_markdown:
             is_markdown = True
         try:
+            encoding = self._encoding(response, html=not is_markdown)
+            if isinstance(response, TextResponse) and encoding != response.encoding:
+                response = response.replace(encoding=encoding)  # for the link extractor
             if is_markdown:
-                text = response.text if isinstance(response, TextResponse) else response.body.decode("utf-8", "replace")
-                extracted = extract_markdown(text, response.url)
+                extracted = extract_markdown(decode_body(response.body, encoding), response.url)
             else:
-                encoding = response.encoding if isinstance(response, TextResponse) else None
                 extracted = extract_html(response.body, response.url, encoding=encoding)
         except Exception as exc:  # extraction must never end the run
             logger.error("Cannot extract %s: %s: %s", response.url, exc.__class__.__name__, exc)
@@ -426,6 +499,9 @@ class DocsSpider(scrapy.Spider):
             run.refuse(response.url, Refusal("outOfScope", "seed fetched for its links only (allow/block)"))
             return
         canonical = extracted.canonical_url
+        local_canonical = meta.get("docscraper_local_canonical")  # a folder's index.html (localfiles)
+        if local_canonical and (not canonical or run.scope.check(canonical) is not None):
+            canonical = local_canonical
         if canonical and canonical != response.url and run.scope.check(canonical) is None:
             canonical_pid = page_id(canonical)
             if canonical_pid != pid:
@@ -439,12 +515,18 @@ class DocsSpider(scrapy.Spider):
             run.note_duplicate(response.url, of=run.claimed.get(pid))
             return
         run.emitted.add(pid)
+        needs_rendering = extracted.has_scripts_only and not rendered
+        if needs_rendering:
+            # in the report's item entry and counters, so the user knows to turn rendering on
+            run.hints[pid] = "page has scripts but no static content; crawl it with -a render=js"
+            run.count("needs_rendering")
+            logger.warning("%s: %s", response.url, run.hints[pid])
         if not extracted.markdown.strip():
-            detail = "page has scripts but no static content; try rendering" if extracted.has_scripts_only else "no main content"
             run.count("empty_pages")
-            logger.warning("%s: %s", response.url, detail)
+            if not needs_rendering:
+                logger.warning("%s: no main content%s", response.url, " after rendering" if rendered else "")
         item = self._item(
-            response.url,
+            page_url,
             extracted,
             pid=pid,
             key=key,
@@ -452,12 +534,52 @@ class DocsSpider(scrapy.Spider):
             depth=depth,
             http_status=response.status,
             content_type=ctype or None,
-            etag=_header(response, b"ETag") or None,
-            last_modified=_header(response, b"Last-Modified") or None,
+            # a rendered page is never revalidated with its shell's validators (docscraper.rendering)
+            etag=None if rendered else _header(response, b"ETag") or None,
+            last_modified=None if rendered else _header(response, b"Last-Modified") or None,
             fetched_at=fetched_at,
         )
         item.metadata.links = links
+        if meta.get("redirect_urls"):
+            item.metadata.redirects = [*meta["redirect_urls"], response.url]
         yield item
+
+    def _rendered(self, response: Response) -> Response | None:
+        """A page rendered in Chromium, as the spider sees it: under the URL requested when the page's own
+        scripts changed its address, or None (recorded) when Chromium followed an HTTP redirect out of
+        scope or to a page another request claimed (what RedirectScopeMiddleware does for plain pages)."""
+        run = self.run
+        meta = response.meta
+        run.count("rendered_pages")
+        redirects = meta.get("redirect_urls")
+        requested = response.request.url if response.request is not None else response.url
+        if not redirects:
+            if strip_fragment(response.url) != strip_fragment(requested):
+                logger.debug("%s: the page's scripts moved it to %s; kept as requested", requested, response.url)
+                return response.replace(url=requested)
+            return response
+        origin = redirects[0]
+        refusal = run.scope.check(response.url)
+        if refusal is not None:
+            run.refuse(origin, Refusal("redirectOutOfScope", f"redirects to {response.url} ({refusal.detail})"))
+            return None
+        target = page_id(response.url)
+        holder = run.claimed.get(target)
+        if holder is not None and page_id(holder) not in (target, meta["docscraper_page_id"]):
+            run.note_duplicate(origin, redirect=True, of=holder)
+            return None
+        run.claimed.setdefault(target, response.url)
+        return response
+
+    def _encoding(self, response: Response, *, html: bool) -> str:
+        """The encoding to decode a page with: its declaration, unless the bytes contradict it
+        (:mod:`docscraper.encoding`); counted as ``docscraper/encoding/redetected`` when overridden."""
+        decided = body_encoding(response.body, _header(response, b"Content-Type"), html=html)
+        if decided.redetected:
+            self.run.count("encoding/redetected")
+            logger.info("%s: decoded as %s, not the %s declared (%s): %s", response.url, decided.encoding,
+                        decided.declared, decided.source, decided.redetected)
+        return decided.encoding
 
     def _links(self, response: Response, extracted: Extracted, is_markdown: bool) -> list[str]:
         """Fragment-free http(s) links of a page, in order, without repeats."""
@@ -471,7 +593,12 @@ class DocsSpider(scrapy.Spider):
                 urls = []
         else:
             urls = []
-        return list(dict.fromkeys(strip_fragment(u) for u in urls if is_http_url(u)))
+        return list(dict.fromkeys(strip_fragment(u) for u in urls if self._fetchable(u)))
+
+    def _fetchable(self, url: str) -> bool:
+        """http(s) URLs; ``file://`` URLs too when the source is a local folder (others are refused by
+        scope, the SSRF guard and the file handler alike, and not even recorded)."""
+        return is_http_url(url) or (self.run.is_local and url.lower().startswith("file:"))
 
     def _follow(self, urls: list[str], depth: int) -> list[Request]:
         run = self.run
@@ -499,20 +626,31 @@ class DocsSpider(scrapy.Spider):
             assert isinstance(failure.value, HttpError)
             response = failure.value.response
             status = response.status
-            run.page_failed(response.url, "httpError", f"HTTP {status}", http_status=status,
+            # a local file's 404/403 says why (docscraper.localfiles)
+            detail = request.meta.get("docscraper_local_detail") or f"HTTP {status}"
+            run.page_failed(response.url, "httpError", detail, http_status=status,
                             pid=page_id(response.url) if request.meta.get("redirect_urls") else pid,
                             fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))
             return []
-        if failure.check(IgnoreRequest):
+        if failure.check(IgnoreRequest) and not _over_size_cap(failure):
             message = str(failure.value)
-            if "robots.txt" in message:
-                run.refuse(url, Refusal("robots", "disallowed by robots.txt"))
+            redirect_urls = request.meta.get("redirect_urls")
+            if message == "max redirections reached" and redirect_urls and not request.meta.get("docscraper_refused"):
+                # Scrapy's RedirectMiddleware gave up: a failure of the page first requested, which keeps it
+                chain = " -> ".join([*redirect_urls, url])
+                logger.warning("Redirect limit reached, not followed: %s", chain)
+                run.page_failed(redirect_urls[0], "redirectLimit",
+                                f"more than {len(redirect_urls)} redirects: {chain}"[:2000], pid=pid,
+                                fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))
+            elif "robots.txt" in message and not request.meta.get("docscraper_refused"):
+                # RobotsDenied says whether the rules forbid the URL or robots.txt was unreachable
+                run.refuse(url, Refusal("robots", getattr(failure.value, "detail", "disallowed by robots.txt")))
             elif not request.meta.get("docscraper_refused"):
                 run.refuse(url, Refusal("ignored", message or "request ignored"))
             return []
-        if failure.check(DownloadCancelledError) and "max size" in str(failure.value).lower():
-            # Over DOWNLOAD_MAXSIZE: skipped, not failed; the stored copy (if any) stays as it is, and
-            # its stored links lead on. Links never seen make the frontier uncertain: nothing is removed.
+        if _over_size_cap(failure):
+            # Over DOWNLOAD_MAXSIZE, as sent or decompressed: skipped, not failed; the stored copy (if
+            # any) stays as it is, and its stored links lead on. Links never seen make the frontier uncertain: nothing is removed.
             known = run.lookup(pid or page_id(url))
             run.reached.add(known.page_id if known else (pid or page_id(url)))
             run.refuse(url, Refusal("sizeLimit", str(failure.value)[:200]))
@@ -526,7 +664,7 @@ class DocsSpider(scrapy.Spider):
                            ResponseDataLossError, DNSLookupError, ConnectionRefusedError):
             reason = "network"
         else:
-            reason = "error"
+            reason = render_failure_reason(failure) or "error"  # Chromium's errors, for rendered pages
         kind = failure.type.__name__ if failure.type else "Error"
         run.page_failed(url, reason, f"{kind}: {failure.getErrorMessage()}", pid=pid,
                         fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))

@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 from docscraper.state.store import (
+    ImageRecord,
     PageFailure,
     PageRecord,
     PageSeen,
     PageWrite,
     RunRecord,
+    RunState,
     SourceRecord,
+    SourceSummary,
     SqlStateStore,
     StateError,
     StateStore,
+    database_exists,
     migrate,
+    schema_revision,
     utcnow,
 )
 
 __all__ = [
+    "ImageRecord",
     "PageFailure",
     "PageRecord",
     "PageSeen",
     "PageWrite",
     "RunRecord",
+    "RunState",
     "SourceRecord",
+    "SourceSummary",
     "SqlStateStore",
     "StateError",
     "StateStore",
+    "database_exists",
     "migrate",
+    "schema_revision",
     "utcnow",
 ]

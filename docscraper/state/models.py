@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "CrawlRunRow", "PageRow", "SourceRow"]
+__all__ = ["Base", "CrawlRunRow", "ImageRow", "PageRow", "SourceRow"]
 
 
 class Base(DeclarativeBase):
@@ -58,8 +58,28 @@ class PageRow(Base):
     chunk_count: Mapped[int | None] = mapped_column(Integer)
     # outgoing links (fragment-free URLs) seen on the page's last full fetch; followed again on a 304
     links: Mapped[list[str] | None] = mapped_column(JSON)
+    # redirect chain of the last fetch, from the URL first requested to the one that answered; null: none
+    redirects: Mapped[list[str] | None] = mapped_column(JSON)
+    # set by `scrapy reindex`: the next crawl re-processes the page whatever its hash or validators
+    reindex_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
 
     __table_args__ = (Index("ix_pages_source_status", "source_id", "status"),)
+
+
+class ImageRow(Base):
+    """An image of a page's main content; written with its page's state row, replaced with it, deleted
+    when the page is removed. No foreign key to ``pages``: SQLite's batch migrations rebuild a table by
+    dropping it, and a cascade from ``pages`` would empty this one; the store deletes images itself."""
+
+    __tablename__ = "images"
+
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+    page_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True)  # 0-based, in document order
+    url: Mapped[str] = mapped_column(Text, nullable=False)  # absolute, resolved against the page URL
+    alt: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    caption: Mapped[str | None] = mapped_column(Text)  # the enclosing <figure>'s <figcaption>
+    title: Mapped[str | None] = mapped_column(Text)
 
 
 class CrawlRunRow(Base):
@@ -74,6 +94,8 @@ class CrawlRunRow(Base):
     result: Mapped[str | None] = mapped_column(String(16))
     args: Mapped[dict] = mapped_column(JSON, nullable=False, default=dict)
     summary: Mapped[dict | None] = mapped_column(JSON)
+    # a running crawl's live counters, rewritten every few seconds with heartbeat_at
+    progress: Mapped[dict | None] = mapped_column(JSON)
     report_path: Mapped[str | None] = mapped_column(Text)
     host: Mapped[str | None] = mapped_column(String(255))
     pid: Mapped[int | None] = mapped_column(Integer)

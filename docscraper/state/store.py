@@ -6,42 +6,54 @@ one implementation and the only place that writes SQL. Any SQLAlchemy URL works:
 brought to the newest Alembic revision when the store opens, so a newer release opens an older database.
 
 All methods are blocking; callers in the reactor thread run them through :class:`StateExecutor`, one
-writer thread, so SQLite never sees two writers from one process.
+writer thread, so SQLite never sees two writers from one process. On PostgreSQL many workers write at
+once: every write is one transaction of upserts (``INSERT ... ON CONFLICT``) and row updates in page-id
+order, retried when the server aborts it for a deadlock or a serialization failure, and migrations run
+under an advisory lock so that only the first worker to start migrates.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable, Sequence
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine, event, select, update
+from sqlalchemy import Engine, and_, create_engine, delete, event, func, null, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
-from docscraper.state.models import CrawlRunRow, PageRow, SourceRow
+from docscraper._resources import resource_dir
+from docscraper.state.models import CrawlRunRow, ImageRow, PageRow, SourceRow
 
 __all__ = [
+    "ImageRecord",
     "PageFailure",
     "PageRecord",
     "PageSeen",
     "PageWrite",
     "RunRecord",
+    "RunState",
     "SourceRecord",
+    "SourceSummary",
     "SqlStateStore",
     "StateError",
     "StateStore",
+    "database_exists",
     "migrate",
+    "schema_revision",
     "utcnow",
 ]
 
@@ -72,6 +84,16 @@ class SourceRecord:
 
 
 @dataclass(frozen=True)
+class SourceSummary:
+    """A source with its active pages, their chunks (as the state recorded them) and its latest run."""
+
+    source: SourceRecord
+    pages: int
+    chunks: int
+    last_run: RunRecord | None
+
+
+@dataclass(frozen=True)
 class PageRecord:
     """What a previous run stored about a page; the change detector compares against it."""
 
@@ -86,6 +108,8 @@ class PageRecord:
     not_found_runs: int = 0
     chunk_count: int | None = None
     links: tuple[str, ...] = ()
+    redirects: tuple[str, ...] = ()
+    reindex_requested: bool = False  # marked by `scrapy reindex`: re-process whatever the hash
 
 
 @dataclass(frozen=True)
@@ -108,6 +132,20 @@ class PageWrite:
     run_id: str
     chunk_count: int | None = None
     links: tuple[str, ...] = ()
+    redirects: tuple[str, ...] = ()  # first requested URL ... final URL; () when not redirected
+    forced: bool = False  # re-processed for a reindex mark: committing it clears the mark
+    images: tuple[ImageRecord, ...] = ()  # the page's images in document order; replace the stored ones
+
+
+@dataclass(frozen=True)
+class ImageRecord:
+    """An image of a page's main content: absolute URL, alt text (``""`` when none), the enclosing
+    figure's caption and the ``title`` attribute. Stored with its page, in document order."""
+
+    url: str
+    alt: str = ""
+    caption: str | None = None
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +158,7 @@ class PageSeen:
     http_status: int | None
     seen_at: datetime
     links: tuple[str, ...] | None = None  # None: not fetched (304), keep the stored links
+    redirects: tuple[str, ...] | None = None  # None: keep the stored chain; (): not redirected
 
 
 @dataclass(frozen=True)
@@ -146,6 +185,19 @@ class RunRecord:
     args: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class RunState:
+    """A run as ``scrapy status`` sees it: the record, its source's name, and what tells whether it is
+    still alive (the last heartbeat, the host and process that run it) and how far it got."""
+
+    run: RunRecord
+    source: str
+    heartbeat_at: datetime | None
+    host: str | None
+    pid: int | None
+    progress: dict[str, Any] | None
+
+
 class StateStore(Protocol):
     """What docscraper needs from its state database."""
 
@@ -158,20 +210,29 @@ class StateStore(Protocol):
     def record_failures(self, source_id: int, run_id: str, failures: Sequence[PageFailure]) -> None: ...
     def mark_removed(self, source_id: int, page_ids: Iterable[str], run_id: str, at: datetime) -> int: ...
     def start_run(self, run: RunRecord, *, host: str | None = None, pid: int | None = None) -> None: ...
-    def heartbeat(self, run_id: str, at: datetime) -> None: ...
+    def heartbeat(self, run_id: str, at: datetime, progress: dict[str, Any] | None = None) -> None: ...
     def finish_run(self, run: RunRecord) -> None: ...
+    def run_states(self, source_id: int | None = None) -> list[RunState]: ...
     def last_runs(self, source_id: int, limit: int = 10) -> list[RunRecord]: ...
+    def list_sources(self, name: str | None = None) -> list[SourceSummary]: ...
+    def update_source(self, source_id: int, *, name: str | None = None, scope: dict[str, Any] | None = None,
+                      registered: bool | None = None) -> SourceRecord: ...
+    def delete_source(self, source_id: int) -> dict[str, int]: ...
+    def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int: ...
+    def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
     def close(self) -> None: ...
-
-
-_MIGRATIONS = "docscraper.state:migrations"
 
 
 def _alembic_config(connection: Any) -> Config:
     cfg = Config()
-    cfg.set_main_option("script_location", _MIGRATIONS)
+    # a real directory even when the package runs from a zipped egg (Scrapyd): Alembic loads files
+    cfg.set_main_option("script_location", str(resource_dir("docscraper.state", "migrations")))
     cfg.attributes["connection"] = connection
     return cfg
+
+
+# pg_advisory_xact_lock key of the migrations: any fixed 64-bit number, the same in every release
+_MIGRATION_LOCK = 0x646F637363726170  # "docscrap"
 
 
 def migrate(engine: Engine, revision: str = "head") -> None:
@@ -179,6 +240,10 @@ def migrate(engine: Engine, revision: str = "head") -> None:
     # Alembic reports every step at INFO; docscraper says once what it migrates.
     logging.getLogger("alembic").setLevel(max(logging.getLogger("alembic").getEffectiveLevel(), logging.WARNING))
     with engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            # Workers starting together queue here; the first migrates, the others then find the head.
+            # A transaction-level lock: it goes with the commit (or rollback) of the migration.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
         cfg = _alembic_config(connection)
         current = MigrationContext.configure(connection).get_current_revision()
         head = ScriptDirectory.from_config(cfg).get_current_head()
@@ -198,6 +263,8 @@ def _make_engine(url: str) -> Engine:
         else:
             Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
             kwargs["connect_args"] = {"timeout": 30}
+    elif parsed.get_backend_name() == "postgresql":
+        kwargs["pool_pre_ping"] = True  # a long crawl outlives server restarts and idle-connection reaping
     engine = create_engine(url, **kwargs)
     if parsed.get_backend_name() == "sqlite":
 
@@ -211,6 +278,31 @@ def _make_engine(url: str) -> Engine:
             cursor.close()
 
     return engine
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+# PostgreSQL's serialization_failure and deadlock_detected: the transaction was rolled back whole
+_RETRY_SQLSTATES = frozenset({"40001", "40P01"})
+
+
+def _retry_conflicts(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a write again when the server aborted its transaction because another worker's crossed it.
+    Its arguments must survive a second call (sequences, not iterators)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        for attempt in range(1, 6):
+            try:
+                return method(*args, **kwargs)
+            except DBAPIError as exc:
+                if attempt == 5 or getattr(exc.orig, "sqlstate", None) not in _RETRY_SQLSTATES:
+                    raise
+                logger.debug("Retrying %s after %s", getattr(method, "__name__", "a write"), exc.orig)
+                time.sleep(random.uniform(0.01, 0.05) * attempt)
+        raise AssertionError("unreachable")
+
+    return wrapper
 
 
 def _insert(dialect: str, table: Any) -> Any:
@@ -242,6 +334,7 @@ class SqlStateStore:
     def _source(row: SourceRow) -> SourceRecord:
         return SourceRecord(row.id, row.name, row.url, dict(row.scope or {}), bool(row.registered))
 
+    @_retry_conflicts
     def ensure_source(self, name: str, url: str, scope: dict[str, Any], *, registered: bool = False) -> SourceRecord:
         """The source called *name*, created with *scope* when it does not exist yet."""
         now = utcnow()
@@ -282,6 +375,8 @@ class SqlStateStore:
                     PageRow.not_found_runs,
                     PageRow.chunk_count,
                     PageRow.links,
+                    PageRow.redirects,
+                    PageRow.reindex_requested,
                 ).where(PageRow.source_id == source_id)
             )
             return {
@@ -297,10 +392,13 @@ class SqlStateStore:
                     not_found_runs=row.not_found_runs or 0,
                     chunk_count=row.chunk_count,
                     links=tuple(row.links or ()),
+                    redirects=tuple(row.redirects or ()),
+                    reindex_requested=bool(row.reindex_requested),
                 )
                 for row in rows
             }
 
+    @_retry_conflicts
     def commit_page(self, source_id: int, page: PageWrite) -> None:
         values = {
             "url": page.url,
@@ -323,18 +421,34 @@ class SqlStateStore:
             "not_found_runs": 0,
             "chunk_count": page.chunk_count,
             "links": list(page.links),
+            "redirects": list(page.redirects) or null(),  # SQL NULL, not JSON null
         }
+        if page.forced:
+            values["reindex_requested"] = False
         with self._session() as session, session.begin():
             stmt = _insert(self._dialect, PageRow).values(
                 source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
             )
             session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=values))
+            # The page's images are replaced wholesale, in the same transaction as its row.
+            session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id == page.page_id))
+            if page.images:
+                session.execute(
+                    _insert(self._dialect, ImageRow),
+                    [
+                        {"source_id": source_id, "page_id": page.page_id, "position": position, "url": image.url,
+                         "alt": image.alt, "caption": image.caption, "title": image.title}
+                        for position, image in enumerate(page.images)
+                    ],
+                )
 
+    @_retry_conflicts
     def mark_seen(self, source_id: int, run_id: str, pages: Sequence[PageSeen]) -> None:
         if not pages:
             return
         with self._session() as session, session.begin():
-            for seen in pages:
+            # page-id order: two workers updating overlapping pages lock them in the same order
+            for seen in sorted(pages, key=lambda p: p.page_id):
                 changes: dict[str, Any] = {
                     "last_seen": seen.seen_at,
                     "last_run_id": run_id,
@@ -352,56 +466,86 @@ class SqlStateStore:
                     changes["http_status"] = seen.http_status
                 if seen.links is not None:
                     changes["links"] = list(seen.links)
+                if seen.redirects is not None:
+                    changes["redirects"] = list(seen.redirects) or null()
                 session.execute(
                     update(PageRow)
                     .where(PageRow.source_id == source_id, PageRow.page_id == seen.page_id)
                     .values(**changes)
                 )
 
+    @_retry_conflicts
     def record_failures(self, source_id: int, run_id: str, failures: Sequence[PageFailure]) -> None:
         """Count a failed fetch; a page never fetched before gets a ``failed`` row so its error shows."""
         if not failures:
             return
         with self._session() as session, session.begin():
-            for failure in failures:
-                row = session.get(PageRow, (source_id, failure.page_id))
-                if row is None:
-                    session.add(
-                        PageRow(
-                            source_id=source_id,
-                            page_id=failure.page_id,
-                            url=failure.url,
-                            rel_path=failure.rel_path,
-                            status="failed",
-                            http_status=failure.http_status,
-                            first_seen=failure.at,
-                            last_run_id=run_id,
-                            failure_count=1,
-                            last_error=failure.error,
-                            not_found_runs=1 if failure.not_found else 0,
-                        )
-                    )
-                    continue
-                row.failure_count = (row.failure_count or 0) + 1
-                row.last_error = failure.error
-                row.http_status = failure.http_status
-                row.last_run_id = run_id
-                row.not_found_runs = (row.not_found_runs or 0) + 1 if failure.not_found else 0
+            # one upsert a failure, so two workers failing on the same new page make one row, counted twice
+            for failure in sorted(failures, key=lambda f: f.page_id):
+                stmt = _insert(self._dialect, PageRow).values(
+                    source_id=source_id,
+                    page_id=failure.page_id,
+                    url=failure.url,
+                    rel_path=failure.rel_path,
+                    status="failed",
+                    http_status=failure.http_status,
+                    first_seen=failure.at,
+                    last_run_id=run_id,
+                    failure_count=1,
+                    last_error=failure.error,
+                    not_found_runs=1 if failure.not_found else 0,
+                )
+                session.execute(stmt.on_conflict_do_update(
+                    index_elements=["source_id", "page_id"],
+                    set_={
+                        "failure_count": func.coalesce(PageRow.failure_count, 0) + 1,
+                        "last_error": failure.error,
+                        "http_status": failure.http_status,
+                        "last_run_id": run_id,
+                        "not_found_runs": func.coalesce(PageRow.not_found_runs, 0) + 1 if failure.not_found else 0,
+                    },
+                ))
 
     def mark_removed(self, source_id: int, page_ids: Iterable[str], run_id: str, at: datetime) -> int:
-        ids = list(page_ids)
+        ids = sorted(set(page_ids))  # sorted: workers lock overlapping pages in the same order
         if not ids:
             return 0
+        return self._mark_removed(source_id, ids, run_id, at)
+
+    @_retry_conflicts
+    def _mark_removed(self, source_id: int, ids: list[str], run_id: str, at: datetime) -> int:
         count = 0
         with self._session() as session, session.begin():
             for start in range(0, len(ids), 500):
+                batch = ids[start : start + 500]
                 result = session.execute(
                     update(PageRow)
-                    .where(PageRow.source_id == source_id, PageRow.page_id.in_(ids[start : start + 500]))
+                    .where(PageRow.source_id == source_id, PageRow.page_id.in_(batch))
                     .values(status="removed", last_run_id=run_id, last_changed=at, chunk_count=0)
                 )
                 count += getattr(result, "rowcount", 0) or 0
+                session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id.in_(batch)))
         return count
+
+    def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]:
+        """The images of these pages of the source called *source*, by page id, in document order; a
+        page without images (or unknown) is left out."""
+        ids = sorted(set(page_ids))
+        found: dict[str, list[ImageRecord]] = {}
+        if not ids:
+            return found
+        with self._session() as session:
+            for start in range(0, len(ids), 500):
+                rows = session.execute(
+                    select(ImageRow.page_id, ImageRow.url, ImageRow.alt, ImageRow.caption, ImageRow.title)
+                    .join(SourceRow, SourceRow.id == ImageRow.source_id)
+                    .where(SourceRow.name == source, ImageRow.page_id.in_(ids[start : start + 500]))
+                    .order_by(ImageRow.page_id, ImageRow.position)
+                )
+                for row in rows:
+                    image = ImageRecord(row.url, row.alt or "", row.caption, row.title)
+                    found.setdefault(row.page_id, []).append(image)
+        return found
 
     # runs ------------------------------------------------------------------------------------------
 
@@ -419,9 +563,13 @@ class SqlStateStore:
                 )
             )
 
-    def heartbeat(self, run_id: str, at: datetime) -> None:
+    def heartbeat(self, run_id: str, at: datetime, progress: dict[str, Any] | None = None) -> None:
+        """Mark a running crawl alive at *at*, with its live *progress* when given."""
+        values: dict[str, Any] = {"heartbeat_at": at}
+        if progress is not None:
+            values["progress"] = progress
         with self._session() as session, session.begin():
-            session.execute(update(CrawlRunRow).where(CrawlRunRow.run_id == run_id).values(heartbeat_at=at))
+            session.execute(update(CrawlRunRow).where(CrawlRunRow.run_id == run_id).values(**values))
 
     def finish_run(self, run: RunRecord) -> None:
         with self._session() as session, session.begin():
@@ -461,5 +609,143 @@ class SqlStateStore:
                 for r in rows
             ]
 
+    # operating sources (docscraper.sources) --------------------------------------------------------
+
+    def list_sources(self, name: str | None = None) -> list[SourceSummary]:
+        """Every source (or the one called *name*) by name, with its counts and its latest run."""
+        with self._session() as session:
+            query = select(SourceRow).order_by(SourceRow.name)
+            if name is not None:
+                query = query.where(SourceRow.name == name)
+            sources = list(session.scalars(query))
+            ids = [row.id for row in sources]
+            if not ids:
+                return []
+            counts = {
+                row.source_id: (int(row.pages), int(row.chunks))
+                for row in session.execute(
+                    select(PageRow.source_id, func.count().label("pages"),
+                           func.coalesce(func.sum(PageRow.chunk_count), 0).label("chunks"))
+                    .where(PageRow.source_id.in_(ids), PageRow.status == "active")
+                    .group_by(PageRow.source_id)
+                )
+            }
+            latest = (
+                select(CrawlRunRow.source_id, func.max(CrawlRunRow.started_at).label("started_at"))
+                .where(CrawlRunRow.source_id.in_(ids))
+                .group_by(CrawlRunRow.source_id)
+                .subquery()
+            )
+            last: dict[int, RunRecord] = {}
+            for r in session.scalars(
+                select(CrawlRunRow).join(latest, and_(CrawlRunRow.source_id == latest.c.source_id,
+                                                      CrawlRunRow.started_at == latest.c.started_at))
+            ):
+                last[r.source_id] = RunRecord(r.run_id, r.source_id, _aware(r.started_at) or utcnow(),
+                                              _aware(r.finished_at), r.close_reason, r.result, r.summary,
+                                              r.report_path, dict(r.args or {}))
+            return [
+                SourceSummary(self._source(row), *counts.get(row.id, (0, 0)), last.get(row.id))
+                for row in sources
+            ]
+
+    def update_source(self, source_id: int, *, name: str | None = None, scope: dict[str, Any] | None = None,
+                      registered: bool | None = None) -> SourceRecord:
+        """Rename a source, replace its scope or mark it registered; its pages and runs stay its own."""
+        changes: dict[str, Any] = {"updated_at": utcnow()}
+        if name is not None:
+            changes["name"] = name
+        if scope is not None:
+            changes["scope"] = scope
+        if registered is not None:
+            changes["registered"] = registered
+        with self._session() as session, session.begin():
+            session.execute(update(SourceRow).where(SourceRow.id == source_id).values(**changes))
+            return self._source(session.scalars(select(SourceRow).where(SourceRow.id == source_id)).one())
+
+    def delete_source(self, source_id: int) -> dict[str, int]:
+        """Delete a source with its pages (and their images) and runs; returns how many of each went."""
+        with self._session() as session, session.begin():
+            images = session.execute(delete(ImageRow).where(ImageRow.source_id == source_id))
+            pages = session.execute(delete(PageRow).where(PageRow.source_id == source_id))
+            runs = session.execute(delete(CrawlRunRow).where(CrawlRunRow.source_id == source_id))
+            session.execute(delete(SourceRow).where(SourceRow.id == source_id))
+            return {"pages": getattr(pages, "rowcount", 0) or 0, "runs": getattr(runs, "rowcount", 0) or 0,
+                    "images": getattr(images, "rowcount", 0) or 0}
+
+    def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int:
+        """Ask the next crawl to re-process these pages whatever their hash or validators."""
+        ids = list(page_ids)
+        count = 0
+        with self._session() as session, session.begin():
+            for start in range(0, len(ids), 500):
+                result = session.execute(
+                    update(PageRow)
+                    .where(PageRow.source_id == source_id, PageRow.page_id.in_(ids[start : start + 500]))
+                    .values(reindex_requested=True)
+                )
+                count += getattr(result, "rowcount", 0) or 0
+        return count
+
+    def run_states(self, source_id: int | None = None) -> list[RunState]:
+        """Every run that has not finished, and each source's latest finished run (only *source_id*'s,
+        when given), oldest first. Whether an unfinished run still runs is the caller's judgement."""
+        with self._session() as session:
+            unfinished = select(CrawlRunRow, SourceRow.name).join(SourceRow).where(CrawlRunRow.finished_at.is_(None))
+            latest = (
+                select(CrawlRunRow.source_id, func.max(CrawlRunRow.finished_at).label("finished_at"))
+                .where(CrawlRunRow.finished_at.is_not(None))
+                .group_by(CrawlRunRow.source_id)
+                .subquery()
+            )
+            finished = (
+                select(CrawlRunRow, SourceRow.name)
+                .join(SourceRow)
+                .join(latest, and_(CrawlRunRow.source_id == latest.c.source_id,
+                                   CrawlRunRow.finished_at == latest.c.finished_at))
+            )
+            if source_id is not None:
+                unfinished = unfinished.where(CrawlRunRow.source_id == source_id)
+                finished = finished.where(CrawlRunRow.source_id == source_id)
+            rows = {r.run_id: (r, name) for stmt in (unfinished, finished) for r, name in session.execute(stmt)}
+            states = [
+                RunState(
+                    RunRecord(r.run_id, r.source_id, _aware(r.started_at) or utcnow(), _aware(r.finished_at),
+                              r.close_reason, r.result, r.summary, r.report_path, dict(r.args or {})),
+                    name,
+                    _aware(r.heartbeat_at),
+                    r.host,
+                    r.pid,
+                    dict(r.progress) if r.progress else None,
+                )
+                for r, name in rows.values()
+            ]
+        return sorted(states, key=lambda s: (s.run.started_at, s.run.run_id))
+
     def close(self) -> None:
         self.engine.dispose()
+
+
+def database_exists(url: str) -> bool:
+    """False only for an SQLite file that is not there yet: a read need not create an empty database."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or (parsed.database or ":memory:") == ":memory:":
+        return True
+    return Path(parsed.database or "").expanduser().exists()
+
+
+def schema_revision(url: str) -> str | None:
+    """The database's schema revision, None while it has none: not created yet, or a first crawl is
+    creating it (a reader then waits for it rather than migrating the same database at the same time)."""
+    if not database_exists(url):
+        return None
+    try:
+        engine = _make_engine(url)
+        try:
+            with engine.connect() as connection:
+                return MigrationContext.configure(connection).get_current_revision()
+        finally:
+            engine.dispose()
+    except (SQLAlchemyError, OSError) as exc:
+        safe = make_url(url).render_as_string(hide_password=True)
+        raise StateError(f"cannot open state database {safe}: {exc.__class__.__name__}: {exc}") from exc

@@ -1,0 +1,58 @@
+"""``scrapy mcp [--transport stdio|http] [--host 127.0.0.1] [--port 8765]``: docscraper's MCP server.
+
+Serves the tools of :mod:`docscraper.mcp_server` (sources, background crawls, their status, reindexing,
+search) to an MCP client: over stdin/stdout (the default; the client spawns ``scrapy mcp`` from the project
+root), or over streamable HTTP at ``http://HOST:PORT/mcp``. ``-s NAME=VALUE`` settings apply to the
+server and are passed on to the crawls it starts. ``docscraper-mcp`` is the same server as a console
+script.
+
+Exit status: 0 the client left (stdio) or the server was stopped; 2 bad settings or options; 1 the port
+could not be bound.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from docscraper.config import ConfigError
+from docscraper.mcp_server import add_server_options, serve
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    # No crawl here: crawls run in processes of their own (docscraper.launch).
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--transport stdio|http] [--host HOST] [--port N]"
+
+    def short_desc(self) -> str:
+        return "Serve sources, crawls and search to AI assistants over MCP (stdio or streamable HTTP)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        add_server_options(parser)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if args:
+            raise UsageError(f"unexpected argument(s): {' '.join(args)}")
+        if not 0 <= opts.port <= 65535:
+            raise UsageError(f"--port must be between 0 and 65535, got {opts.port}")
+        assert self.settings is not None
+        try:
+            serve(self.settings, transport=opts.transport, host=opts.host, port=opts.port)
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            self.exitcode = 2
+        except OSError as exc:
+            print(f"error: cannot serve on {opts.host}:{opts.port}: {exc}", file=sys.stderr)
+            self.exitcode = 1
+        except KeyboardInterrupt:
+            pass

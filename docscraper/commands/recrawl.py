@@ -1,0 +1,76 @@
+"""``scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render M]``.
+
+Crawl a source by name, in this process: the ``docs`` spider with ``source=NAME`` and the options as
+its arguments, exactly ``scrapy crawl docs -a source=NAME ...`` (the same argument checks and exit
+codes, :mod:`docscraper.commands.crawl`). Incremental unless ``--full``. Scope options apply to this run
+only: the stored scope is not changed, and a run that narrows it removes no page. Feed options (``-O
+pages.jsonl``) and other spider arguments (``-a llms_txt=URL``) work as with ``scrapy crawl``.
+
+Exit status: 0 the crawl ran (see its report for its result); 2 bad usage or arguments, nothing fetched;
+1 unknown source, or the run could not open.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from docscraper.commands.crawl import Command as CrawlCommand
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.sources import SourceError, get_source_info
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(CrawlCommand):
+    def syntax(self) -> str:
+        return "NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [-O FILE]"
+
+    def short_desc(self) -> str:
+        return "Crawl a source again by name (incremental unless --full)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--full", action="store_true", help="process every page as changed")
+        parser.add_argument("--allow", action="append", default=[], metavar="GLOBS",
+                            help="this run only: globs a page must match (repeatable)")
+        parser.add_argument("--block", action="append", default=[], metavar="GLOBS",
+                            help="this run only: globs that exclude pages (repeatable)")
+        parser.add_argument("--max-depth", metavar="N", help="this run only: link depth limit")
+        parser.add_argument("--max-pages", metavar="N", help="this run only: at most N pages")
+        parser.add_argument("--render", metavar="MODE", help="this run only: js (Chromium) or none")
+
+    def _fail(self, message: str, code: int) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        self.exitcode = code
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1 or args[0].startswith("-"):
+            return self._fail("usage: scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] "
+                              "[--max-depth N] [--max-pages N]", 2)
+        name = args[0]
+        if "://" in name:
+            return self._fail(f"recrawl takes a source name; crawl a URL with scrapy crawl docs -a source={name}",
+                              2)
+        if "source" in opts.spargs:
+            return self._fail("the source is NAME; -a source= is not allowed here", 2)
+        assert self.settings is not None
+        try:
+            get_source_info(DocscraperConfig.from_settings(self.settings), name)
+        except ConfigError as exc:
+            return self._fail(f"docs spider: {exc}", 2)
+        except SourceError as exc:
+            return self._fail(str(exc), exc.exit_code)
+        spargs = dict(opts.spargs, source=name)
+        if opts.full:
+            spargs["full"] = "1"
+        for key in ("allow", "block"):
+            if getattr(opts, key):
+                spargs[key] = ",".join(getattr(opts, key))
+        for key in ("max_depth", "max_pages", "render"):
+            if getattr(opts, key) is not None:
+                spargs[key] = getattr(opts, key)
+        opts.spargs = spargs
+        super().run(["docs"], opts)
+        return None

@@ -1,0 +1,213 @@
+"""``scrapy sources add|list|show|remove``: the registry of documentation sources.
+
+``scrapy sources add NAME URL [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N]
+[--llms-txt URL] [--render js|none] [--no-probe] [--json]`` probes the site, says what it found and stores the source;
+``scrapy sources list [--json]``; ``scrapy sources show NAME [--json]``; ``scrapy sources remove NAME
+--yes`` deletes the source's chunks, pages, runs and reports. See :mod:`docscraper.sources`.
+
+Exit status: 0 done; 2 bad usage or input (a name, URL, glob or number; ``remove`` without ``--yes``);
+1 anything else (unknown source, name or URL taken, site unreachable, state or index unavailable). An
+error is one ``error: ...`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from scrapy.commands import ScrapyCommand
+
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.sources import (
+    ProbeResult,
+    SourceArgumentError,
+    SourceError,
+    SourceInfo,
+    add_source,
+    get_source_info,
+    list_sources,
+    remove_source,
+)
+
+if TYPE_CHECKING:
+    import argparse
+
+_ACTIONS = ("add", "list", "show", "remove")
+
+
+def scope_text(scope: dict[str, Any]) -> str:
+    """A source's scope in one line, for people: only what narrows the prefix."""
+    parts = []
+    for key in ("allow", "block"):
+        if scope.get(key):
+            parts.append(f"{key} {','.join(scope[key])}")
+    for key in ("max_depth", "max_pages"):
+        if scope.get(key) is not None:
+            parts.append(f"{key} {scope[key]}")
+    for key in ("llms_txt", "render"):
+        if scope.get(key):
+            parts.append(f"{key} {scope[key]}")
+    return "; ".join(parts) or "whole prefix"
+
+
+def _run_text(run: dict[str, Any] | None) -> tuple[str, str]:
+    if run is None:
+        return "never", "-"
+    when = str(run.get("finished_at") or run.get("started_at") or "")
+    return when.replace("T", " ")[:19], str(run.get("result") or "unfinished")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+
+    def syntax(self) -> str:
+        return ("add NAME URL [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--llms-txt URL] "
+                "| list | show NAME | remove NAME --yes  [--json]")
+
+    def short_desc(self) -> str:
+        return "Register, list, show and remove documentation sources"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--allow", action="append", default=[], metavar="GLOBS",
+                            help="add: comma-separated globs a page must match (repeatable)")
+        parser.add_argument("--block", action="append", default=[], metavar="GLOBS",
+                            help="add: comma-separated globs that exclude pages (repeatable)")
+        parser.add_argument("--max-depth", metavar="N", help="add: link depth limit (0: the source page only)")
+        parser.add_argument("--max-pages", metavar="N", help="add: at most N pages per crawl")
+        parser.add_argument("--llms-txt", metavar="URL", help="add: an llms.txt auto-detection cannot find")
+        parser.add_argument("--render", metavar="MODE", help="add: js renders pages in Chromium; none (default)")
+        parser.add_argument("--no-probe", action="store_true", help="add: store without probing the site")
+        parser.add_argument("--json", action="store_true", help="print JSON")
+        parser.add_argument("--yes", action="store_true", help="remove: confirm")
+
+    def _fail(self, message: str, code: int) -> None:
+        print(f"error: {message}", file=sys.stderr)
+        self.exitcode = code
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        unknown = [a for a in args if a.startswith("-")]
+        if unknown:
+            return self._fail(f"unknown option(s) {' '.join(unknown)}; see scrapy sources -h", 2)
+        if not args or args[0] not in _ACTIONS:
+            return self._fail(f"give one of {', '.join(_ACTIONS)}: scrapy sources add NAME URL | list | "
+                              "show NAME | remove NAME --yes", 2)
+        action, rest = args[0], args[1:]
+        wanted = {"add": 2, "list": 0, "show": 1, "remove": 1}[action]
+        if len(rest) != wanted:
+            usage = {"add": "add NAME URL", "list": "list", "show": "show NAME", "remove": "remove NAME --yes"}
+            return self._fail(f"usage: scrapy sources {usage[action]}", 2)
+        if action != "add" and (opts.allow or opts.block or opts.max_depth or opts.max_pages or opts.llms_txt
+                                or opts.render or opts.no_probe):
+            return self._fail(f"scope options go with add, not {action}", 2)
+        assert self.settings is not None
+        try:
+            config = DocscraperConfig.from_settings(self.settings)
+            if action == "add":
+                self._add(config, rest[0], rest[1], opts)
+            elif action == "list":
+                self._list(config, opts)
+            elif action == "show":
+                self._show(get_source_info(config, rest[0]), opts)
+            else:
+                self._remove(config, rest[0], opts)
+        except ConfigError as exc:
+            self._fail(str(exc), 2)
+        except SourceError as exc:
+            self._fail(str(exc), exc.exit_code)
+        return None
+
+    def _add(self, config: DocscraperConfig, name: str, url: str, opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        info, probe = add_source(
+            config, name, url, allow=opts.allow, block=opts.block, max_depth=opts.max_depth,
+            max_pages=opts.max_pages, llms_txt=opts.llms_txt, render=opts.render, probe=not opts.no_probe,
+            timeout=min(float(self.settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
+            user_agent=self.settings.get("USER_AGENT") or None,
+        )
+        if opts.json:
+            print(json.dumps({"source": info.as_dict(), "probe": probe.as_dict() if probe else None}, indent=2))
+            return
+        if probe is not None:
+            print(probe_text(probe))
+        # a new source has never run; one that has was created by a crawl of its URL, and is adopted
+        adopted = f" (adopted, with the {info.pages} pages an earlier crawl stored)" if info.last_run else ""
+        print(f"Added source {info.name}: {info.url}{adopted}")
+        print(f"  scope   {info.scope.get('prefix')} ({scope_text(info.scope)})")
+        print(f"Crawl it with: scrapy recrawl {info.name}")
+
+    def _list(self, config: DocscraperConfig, opts: argparse.Namespace) -> None:
+        infos = list_sources(config)
+        if opts.json:
+            print(json.dumps([i.as_dict() for i in infos], indent=2))
+            return
+        if not infos:
+            print("No sources. Add one with: scrapy sources add NAME URL")
+            return
+        rows = [("NAME", "URL", "PAGES", "CHUNKS", "LAST RUN", "RESULT", "SCOPE")]
+        for i in infos:
+            when, result = _run_text(i.last_run)
+            name = i.name if i.registered else f"{i.name}*"
+            rows.append((name, i.url, str(i.pages), str(i.chunks), when, result, scope_text(i.scope)))
+        widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
+        for row in rows:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        if any(not i.registered for i in infos):
+            print("* created by a crawl of its URL; register it with: scrapy sources add NAME URL")
+
+    def _show(self, info: SourceInfo, opts: argparse.Namespace) -> None:
+        if opts.json:
+            print(json.dumps(info.as_dict(), indent=2))
+            return
+        run = info.last_run
+        print(f"name        {info.name}")
+        print(f"url         {info.url}")
+        print("registered  " + ("yes" if info.registered else "no (created by a crawl of its URL)"))
+        print(f"scope       {info.scope.get('prefix')} ({scope_text(info.scope)})")
+        print(f"pages       {info.pages}")
+        print(f"chunks      {info.chunks}")
+        if run is None:
+            print("last run    never")
+            return
+        when, result = _run_text(run)
+        print(f"last run    {run['run_id']} {when} {result} (closed: {run.get('close_reason') or '-'})")
+        if run.get("report_path"):
+            print(f"report      {run['report_path']}")
+
+    def _remove(self, config: DocscraperConfig, name: str, opts: argparse.Namespace) -> None:
+        if not opts.yes:
+            get_source_info(config, name)  # an unknown source is the error to report first
+            raise SourceArgumentError(f"removing {name!r} deletes its chunks, pages and runs; "
+                                      f"confirm with: scrapy sources remove {name} --yes")
+        counts = remove_source(config, name)
+        if opts.json:
+            print(json.dumps({"removed": name, **counts}))
+            return
+        print(f"Removed source {name}: {counts['chunks']} chunks, {counts['pages']} pages, {counts['runs']} runs")
+
+
+def probe_text(probe: ProbeResult) -> str:
+    """What a probe found, for people."""
+    lines = [f"Probed {probe.url}: HTTP {probe.status}"]
+    robots = probe.robots
+    if robots:
+        detail = robots["outcome"]
+        if robots["outcome"] == "parsed":
+            rules = ", ".join(f"disallow {p}" for p in robots["disallow"]) or "no disallow rules"
+            detail = f"{rules}" + (f"; crawl-delay {robots['crawl_delay']}" if robots.get("crawl_delay") else "")
+        elif robots.get("detail"):
+            detail += f" ({robots['detail']})"
+        lines.append(f"  robots.txt     {robots['url']}: {detail}")
+    lines.append(f"  llms.txt       {probe.llms_txt or 'none'}"
+                 + (f" ({probe.llms_links} links)" if probe.llms_txt else ""))
+    lines.append(f"  llms-full.txt  {probe.llms_full_txt or 'none'}")
+    if probe.sitemaps:
+        lines.append(f"  sitemaps       {len(probe.sitemaps)} file(s), {probe.sitemap_urls} URLs "
+                     f"({probe.sitemap_urls_in_prefix} under the source's folder): " + ", ".join(probe.sitemaps))
+    else:
+        lines.append("  sitemaps       none")
+    lines.extend(f"  problem        {p}" for p in probe.problems)
+    return "\n".join(lines)

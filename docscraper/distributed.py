@@ -1,0 +1,577 @@
+"""Several workers crawling one source together: a shared frontier in Redis (scrapy-redis).
+
+Used by the ``settings.distributed`` profile only (``DOCSCRAPER_DISTRIBUTED = True``); a single-process
+crawl never imports Redis. Every worker runs ``scrapy crawl docs -a source=... -a run=<shared run id>``
+against the same Redis (``REDIS_URL``), state database and Chroma server. All keys of a run live under
+``docscraper:<run>:``:
+
+``requests``        the shared queue (scrapy-redis ``PriorityQueue``; breadth first, as Scrapy's own)
+``seen``            page fingerprints (:class:`RedisPageDupeFilter`: the same identity as ``PageDupeFilter``)
+``claims`` ``emitted``  the run's page claims and emitted pages, shared so that each page is fetched and
+                    processed once, and every duplicate is recorded once, as in a single process
+``discovery``       lock: the first worker to take it discovers (robots, llms.txt, sitemaps) and seeds the
+                    queue; the others wait for the queue. ``discovery_done`` when it has
+``workers`` ``hb:<w>``  the registered workers and their heartbeats (``idle``/``busy``, expiring)
+``inflight:<w>``    requests a worker popped and has not finished; a worker whose heartbeat expires is
+                    declared dead and these go back to the queue (nothing is lost)
+``ledger:<w>`` ``counters:<w>`` ``final:<w>``  each worker's report entries, counters and close-time state
+``finished`` ``closed`` ``dead`` ``reported``  the coordinator's decisions
+
+:class:`DistributedCoordinator` (built by the scheduler) heartbeats, returns dead workers' requests, and
+decides the end: when every live worker is idle, no request is queued or in flight and discovery is done, for
+``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` seconds, every worker closes with reason ``finished``. The last
+worker to close (under a Redis lock) merges every worker's ledger and writes the run's one report
+(``runs/<source>/<run>.json``); orphans are removed there, once, and only when no worker died and every
+worker finished (DESIGN rule 3). Each worker keeps its own row in the state database's runs table
+(``<run>-<worker>``), which ``scrapy status`` shows.
+
+Settings: ``DOCSCRAPER_DISTRIBUTED`` and ``SCHEDULER = "docscraper.distributed.DistributedScheduler"`` (both
+needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
+``DOCSCRAPER_DISTRIBUTED_HEARTBEAT`` (seconds between heartbeats, 0.5), ``DOCSCRAPER_DISTRIBUTED_TTL`` (seconds without a heartbeat before a worker is dead, 10),
+``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` (2). Stats: ``docscraper/distributed/requeued``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+import socket
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import redis
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+from scrapy.http import Request
+from scrapy.utils.defer import deferred_from_coro
+from scrapy_redis.scheduler import Scheduler as _RedisScheduler
+from twisted.internet.task import LoopingCall
+
+from docscraper.config import ConfigError
+from docscraper.middlewares import PageDupeFilter
+from docscraper.report import RunLedger
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from docscraper.run import CrawlRun
+
+__all__ = ["DistributedCoordinator", "DistributedScheduler", "RedisPageDupeFilter", "SharedRun"]
+
+logger = logging.getLogger(__name__)
+
+#: Keys of a finished run stay this long (a late worker sees ``finished`` and stops at once).
+KEEP_SECONDS = 86400
+
+# Pop the best request and record it as in flight for this worker, atomically: a worker killed between
+# the two would lose the request.
+_POP = """
+local r = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #r == 0 then return false end
+redis.call('ZREM', KEYS[1], r[1])
+redis.call('HSET', KEYS[2], ARGV[1], r[2] .. '\\n' .. r[1])
+return r[1]
+"""
+
+# Return every request of a worker's in-flight hash to the queue, atomically; returns how many.
+_REQUEUE = """
+local entries = redis.call('HVALS', KEYS[2])
+for _, entry in ipairs(entries) do
+  local cut = string.find(entry, '\\n', 1, true)
+  redis.call('ZADD', KEYS[1], string.sub(entry, 1, cut - 1), string.sub(entry, cut + 1))
+end
+redis.call('DEL', KEYS[2])
+return #entries
+"""
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def redis_client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+class SharedClaims(dict[str, str]):
+    """``CrawlRun.claimed`` shared through a Redis hash: the first claim of a page wins everywhere.
+    Claims never change once made, so what was read is kept locally."""
+
+    def __init__(self, server: redis.Redis, key: str) -> None:
+        super().__init__()
+        self.server = server
+        self.key = key
+
+    def _value(self, pid: str) -> str | None:
+        if dict.__contains__(self, pid):
+            return dict.__getitem__(self, pid)
+        raw = self.server.hget(self.key, pid)
+        if raw is None:
+            return None
+        value = raw.decode() if isinstance(raw, bytes) else str(raw)
+        dict.__setitem__(self, pid, value)
+        return value
+
+    def __contains__(self, pid: object) -> bool:
+        return isinstance(pid, str) and self._value(pid) is not None
+
+    def __getitem__(self, pid: str) -> str:
+        value = self._value(pid)
+        if value is None:
+            raise KeyError(pid)
+        return value
+
+    def get(self, pid: str, default: Any = None) -> Any:
+        value = self._value(pid)
+        return default if value is None else value
+
+    def __setitem__(self, pid: str, url: str) -> None:
+        self.server.hsetnx(self.key, pid, url)
+        dict.pop(self, pid, None)
+        self._value(pid)
+
+    def setdefault(self, pid: str, url: str) -> str:
+        self[pid] = url
+        return self[pid]
+
+
+class SharedEmitted(set[str]):
+    """``CrawlRun.emitted`` shared through a Redis hash (page id -> worker). A page emitted by a worker
+    that died is not emitted: its request went back to the queue, and whoever takes it processes it."""
+
+    def __init__(self, shared: SharedRun) -> None:
+        super().__init__()
+        self.shared = shared
+        self.key = shared.k("emitted")
+
+    def __contains__(self, value: object) -> bool:
+        if set.__contains__(self, value):
+            return True
+        if not isinstance(value, str):
+            return False
+        holder = self.shared.server.hget(self.key, value)
+        if holder is None:
+            return False
+        return not self.shared.server.sismember(self.shared.k("dead"), _text(holder))
+
+    def add(self, value: str) -> None:
+        self.shared.server.hset(self.key, value, self.shared.worker)
+        set.add(self, value)
+
+
+class SharedLedger(RunLedger):
+    """The worker's ledger, each outcome also written to ``ledger:<w>`` as it is recorded: what a worker
+    did before it was killed still reaches the run's report."""
+
+    def __init__(self, server: redis.Redis, key: str) -> None:
+        super().__init__()
+        self.server = server
+        self.key = key
+
+    def record(self, key: str, status: str, reason: str, *, fetched_at: str | None = None, **details: Any) -> bool:
+        recorded = super().record(key, status, reason, fetched_at=fetched_at, **details)
+        if recorded:
+            self.server.hset(self.key, key, json.dumps(self.items[key], default=str))
+        return recorded
+
+
+class SharedRun:
+    """A worker's side of a run shared by several workers (see the module docstring)."""
+
+    def __init__(self, run: CrawlRun) -> None:
+        settings = run.crawler.settings
+        if not run.args.run:
+            raise ConfigError("the distributed profile needs a shared run id: -a run=<id> on every worker")
+        scheduler = settings.get("SCHEDULER")
+        if not (scheduler is DistributedScheduler or str(scheduler).endswith(".DistributedScheduler")):
+            raise ConfigError("DOCSCRAPER_DISTRIBUTED needs SCHEDULER = 'docscraper.distributed.DistributedScheduler'")
+        self.run = run
+        self.run_name = run.args.run
+        self.worker = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
+        self.url = str(settings.get("REDIS_URL") or os.environ.get("DOCSCRAPER_REDIS_URL")
+                       or "redis://127.0.0.1:6379/0")
+        self.server = redis_client(self.url)
+        self.prefix = f"docscraper:{self.run_name}:"
+        self.heartbeat = settings.getfloat("DOCSCRAPER_DISTRIBUTED_HEARTBEAT", 0.5)
+        self.ttl = settings.getfloat("DOCSCRAPER_DISTRIBUTED_TTL", 10.0)
+        self.grace = settings.getfloat("DOCSCRAPER_DISTRIBUTED_IDLE_GRACE", 2.0)
+        self.leader = False
+        # the id the run's report is written under (the worker's own if it must report alone)
+        self.report_id = self.run_name
+        run.ledger = SharedLedger(self.server, self.k(f"ledger:{self.worker}"))
+        run.claimed = SharedClaims(self.server, self.k("claims"))
+        run.emitted = SharedEmitted(self)
+        run.run_id = f"{self.run_name}-{self.worker}"
+        # in-flight token -> request object, for the requests this worker popped
+        self.inflight: dict[str, Request] = {}
+        try:
+            self.server.ping()  # an unreachable Redis is a clear error at start, not a traceback later
+        except redis.RedisError as exc:
+            raise ConfigError(f"cannot reach Redis at REDIS_URL {self.url}: {exc}") from None
+        self._pop = self.server.register_script(_POP)
+        self._requeue = self.server.register_script(_REQUEUE)
+
+    def k(self, name: str) -> str:
+        return self.prefix + name
+
+    @contextlib.asynccontextmanager
+    async def opening(self) -> AsyncIterator[None]:
+        """Hold the run's open lock (off the reactor thread): workers open the state store one by one."""
+        lock = self.server.lock(self.k("open_lock"), timeout=300, blocking_timeout=300, thread_local=False)
+        if not await self.run.call("shared", lock.acquire):
+            raise redis.exceptions.LockError("timed out waiting for the other workers to open the run")
+        try:
+            yield
+        finally:
+            await self.run.call("shared", lock.release)
+
+    # discovery and the page budget -----------------------------------------------------------------
+
+    def lead_discovery(self) -> bool:
+        """Whether this worker discovers the source (the first to ask); the others wait for the queue."""
+        self.leader = bool(self.server.set(self.k("discovery"), self.worker, nx=True))
+        logger.info("Distributed run %s: worker %s %s", self.run_name, self.worker,
+                    "discovers the source" if self.leader else "waits for the shared queue")
+        return self.leader
+
+    def discovery_finished(self) -> None:
+        self.server.set(self.k("discovery_done"), self.worker)
+
+    def take_page(self) -> int:
+        """Pages scheduled across the run, this one included (max_pages counts the whole run)."""
+        return int(self.server.incr(self.k("pages")))
+
+    # the shared queue ------------------------------------------------------------------------------
+
+    def pop(self) -> tuple[str, bytes] | None:
+        token = secrets.token_hex(8)
+        data = self._pop(keys=[self.k("requests"), self.k(f"inflight:{self.worker}")], args=[token])
+        return None if data is None else (token, data)
+
+    def done(self, token: str) -> None:
+        self.inflight.pop(token, None)
+        self.server.hdel(self.k(f"inflight:{self.worker}"), token)
+
+    def requeue(self, worker: str) -> int:
+        return int(self._requeue(keys=[self.k("requests"), self.k(f"inflight:{worker}")]))
+
+    # heartbeat and the end of the run ---------------------------------------------------------------
+
+    def register(self) -> None:
+        self.server.sadd(self.k("workers"), self.worker)
+        self.beat(busy=True)
+
+    def beat(self, *, busy: bool) -> None:
+        pipe = self.server.pipeline()
+        pipe.set(self.k(f"hb:{self.worker}"), "busy" if busy else "idle", px=int(self.ttl * 1000))
+        if self.run.counters:
+            pipe.hset(self.k(f"counters:{self.worker}"), mapping=dict(self.run.counters))  # type: ignore[arg-type]
+        pipe.execute()
+
+    def members(self, name: str) -> set[str]:
+        return {_text(m) for m in self.server.smembers(self.k(name))}
+
+    def reap(self) -> int:
+        """Declare workers whose heartbeat expired dead and return their requests to the queue."""
+        live = self.members("workers") - self.members("dead") - self.members("closed")
+        requeued = 0
+        for worker in sorted(live - {self.worker}):
+            if self.server.exists(self.k(f"hb:{worker}")):
+                continue
+            if not self.server.set(self.k(f"reaping:{worker}"), self.worker, nx=True, ex=KEEP_SECONDS):
+                continue
+            # dead first: a page it emitted but did not finish is processed by whoever takes its request
+            self.server.sadd(self.k("dead"), worker)
+            count = self.requeue(worker)
+            requeued += count
+            note = f"worker {worker} stopped without closing; {count} request(s) it held went back to the queue"
+            if self.server.get(self.k("discovery")) == worker.encode() and not self.server.exists(
+                    self.k("discovery_done")):
+                note = f"worker {worker} stopped before discovery finished"
+                self.server.set(self.k("discovery_done"), self.worker)
+            self.server.rpush(self.k("notes"), note)
+            logger.warning("Distributed run %s: %s", self.run_name, note)
+        return requeued
+
+    def all_idle(self) -> bool:
+        """Queue empty, nothing in flight, discovery done, every live worker's last heartbeat idle."""
+        if not self.server.exists(self.k("discovery_done")) or self.server.zcard(self.k("requests")):
+            return False
+        live = self.members("workers") - self.members("dead") - self.members("closed")
+        for worker in live:
+            if self.server.get(self.k(f"hb:{worker}")) != b"idle" or self.server.hlen(self.k(f"inflight:{worker}")):
+                return False
+        return True
+
+    def finished(self) -> bool:
+        return bool(self.server.exists(self.k("finished")))
+
+    def declare_finished(self) -> None:
+        self.server.set(self.k("finished"), self.worker, nx=True)
+
+    def close_worker(self, reason: str) -> dict[str, Any] | None:
+        """Publish this worker's part of the run; when it is the last worker to close, return every
+        worker's parts to merge (else None). Blocking: runs off the reactor thread. Redis lost at close:
+        this worker reports alone, as a partial run under its own id (nothing removed)."""
+        try:
+            return self._close_worker(reason)
+        except redis.RedisError as exc:
+            logger.error("Distributed run %s: Redis unreachable at close (%s); writing this worker's own "
+                         "partial report", self.run_name, exc)
+            return {"error": f"Redis unreachable at close ({exc}): this worker's part of the run only"}
+
+    def _close_worker(self, reason: str) -> dict[str, Any] | None:
+        run = self.run
+        self.beat(busy=False)
+        final = {
+            "reason": reason,
+            "reached": sorted(run.reached),
+            "retire": run.retire,
+            "redirectedTo": run.redirected_to,
+            "frontierCut": run.frontier_cut,
+            "discovery": run.discovery if self.leader else None,
+            "discoveryError": run.discovery_error,
+            "robotsUnreachable": run.robots_unreachable,
+            "hints": run.hints,
+        }
+        if self.inflight or self.server.hlen(self.k(f"inflight:{self.worker}")):
+            # closed before its requests were done (shutdown): they go back for the others
+            self.requeue(self.worker)
+        pipe = self.server.pipeline()
+        pipe.set(self.k(f"final:{self.worker}"), json.dumps(final, default=str))
+        pipe.sadd(self.k("closed"), self.worker)
+        pipe.delete(self.k(f"hb:{self.worker}"))
+        pipe.execute()
+        with self.server.lock(self.k("close_lock"), timeout=120, blocking_timeout=120):
+            workers = self.members("workers")
+            if workers - self.members("closed") - self.members("dead") or self.server.exists(self.k("reported")):
+                return None
+            self.server.set(self.k("reported"), self.worker)
+            parts: dict[str, Any] = {"notes": [_text(n) for n in self.server.lrange(self.k("notes"), 0, -1)],
+                                     "queued": int(self.server.zcard(self.k("requests"))), "workers": {}}
+            for worker in sorted(workers):
+                raw_final = self.server.get(self.k(f"final:{worker}"))
+                parts["workers"][worker] = {
+                    "ledger": {_text(k): json.loads(v) for k, v in
+                               self.server.hgetall(self.k(f"ledger:{worker}")).items()},
+                    "counters": {_text(k): int(v) for k, v in
+                                 self.server.hgetall(self.k(f"counters:{worker}")).items()},
+                    "final": json.loads(raw_final) if raw_final else None,
+                }
+            return parts
+
+    def merge(self, parts: dict[str, Any], reason: str) -> str:
+        """Make the run the whole run's: every worker's ledger, counters and close-time state. Returns
+        the run's close reason (``finished`` only when every worker finished)."""
+        run = self.run
+        if "error" in parts:
+            self.report_id = run.run_id
+            run.incomplete = parts["error"]
+            return reason
+        ledger = RunLedger()
+        counters: Counter[str] = Counter()
+        problems: list[str] = list(parts["notes"])
+        for worker, part in parts["workers"].items():
+            for key, entry in part["ledger"].items():
+                entry = dict(entry)
+                ledger.record(key, entry.pop("status"), entry.pop("statusReason"),
+                              fetched_at=entry.pop("fetchedAt", None), **entry)
+            counters.update(part["counters"])
+            final = part["final"]
+            if final is None:
+                continue
+            if final["reason"] != "finished" and reason == "finished":
+                reason = final["reason"]
+                problems.append(f"worker {worker} closed with reason {final['reason']}")
+            run.reached.update(final["reached"])
+            run.retire.update(final["retire"])
+            run.redirected_to.update(final["redirectedTo"])
+            run.frontier_cut = run.frontier_cut or final["frontierCut"]
+            if final["discovery"] is not None:
+                run.discovery = final["discovery"]
+            run.discovery_error = run.discovery_error or final["discoveryError"]
+            run.robots_unreachable.update(final["robotsUnreachable"])
+            run.hints.update(final["hints"])
+        if parts["queued"]:
+            problems.append(f"{parts['queued']} request(s) were left in the shared queue")
+        run.ledger = ledger
+        run.counters = counters
+        run.discovery["distributed"] = {"run": self.run_name, "workers": sorted(parts["workers"]),
+                                        "reportedBy": self.worker, "problems": problems}
+        if problems:
+            run.incomplete = "; ".join(problems)
+        return reason
+
+    def expire(self) -> None:
+        """Keep the run's keys a day after its report: a late worker sees ``finished`` and stops."""
+        with contextlib.suppress(redis.RedisError):
+            for key in self.server.scan_iter(match=self.prefix + "*"):
+                self.server.expire(key, KEEP_SECONDS)
+
+
+def _shared(crawler: Crawler) -> SharedRun | None:
+    from docscraper.run import run_for
+
+    run = run_for(crawler)
+    return run.shared if run is not None else None
+
+
+class RedisPageDupeFilter(PageDupeFilter):
+    """``PageDupeFilter`` over a Redis set (``docscraper:<run>:seen``): one page identity for every
+    worker (``PageFingerprinter``), the same redirect rules, duplicates reported to the run."""
+
+    server: redis.Redis
+    key: str
+
+    def request_seen(self, request: Request) -> bool:
+        if self.redirect_to_itself(request):
+            return False
+        fingerprint = self.request_fingerprint(request)
+        return not self.server.sadd(self.key, fingerprint)
+
+
+class DistributedScheduler(_RedisScheduler):
+    """scrapy-redis's scheduler on the run's keys, recording each popped request as in flight."""
+
+    crawler: Crawler
+    shared: SharedRun
+    coordinator: DistributedCoordinator
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DistributedScheduler:
+        shared = _shared(crawler)
+        if shared is None:
+            raise ConfigError("DistributedScheduler needs the docs spider and DOCSCRAPER_DISTRIBUTED=1 "
+                              "(SCRAPY_SETTINGS_MODULE=settings.distributed)")
+        settings = crawler.settings.copy()
+        settings.frozen = False
+        settings.set("REDIS_URL", shared.url)
+        # one worker closing must never flush the queue and the fingerprints the others crawl from; the
+        # last worker to close sets the run's keys to expire (KEEP_SECONDS)
+        settings.set("SCHEDULER_PERSIST", True)
+        settings.set("SCHEDULER_FLUSH_ON_START", False)
+        settings.set("SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue.PriorityQueue")  # what _POP and _REQUEUE use
+        settings.set("SCHEDULER_QUEUE_KEY", shared.k("requests"))
+        settings.set("SCHEDULER_DUPEFILTER_KEY", shared.k("seen"))
+        # scrapy-redis builds no filter for a class with from_spider; RedisPageDupeFilter is set below
+        settings.set("DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter")
+        instance = cls.from_settings(settings)
+        instance.stats = crawler.stats
+        instance.crawler = crawler
+        instance.shared = shared
+        dupefilter = RedisPageDupeFilter.from_crawler(crawler)
+        assert isinstance(dupefilter, RedisPageDupeFilter)
+        dupefilter.server = instance.server
+        dupefilter.key = shared.k("seen")
+        instance.df = dupefilter
+        instance.coordinator = DistributedCoordinator.from_crawler(crawler)
+        return instance
+
+    def enqueue_request(self, request: Request) -> bool:
+        # a redirect or retry of a request this worker holds: in the queue (or filtered) now, not in flight
+        token = request.meta.pop("docscraper_inflight", None)
+        queued = request.dont_filter or not self.df.request_seen(request)
+        if queued:
+            self.queue.push(request)
+            if self.stats:
+                self.stats.inc_value("scheduler/enqueued/redis")
+        else:
+            self.df.log(request, self.spider)
+        if token:
+            self.shared.done(token)
+        return queued
+
+    def next_request(self) -> Request | None:
+        popped = self.shared.pop()
+        if popped is None:
+            return None
+        token, data = popped
+        request: Request = self.queue._decode_request(data)
+        request.meta["docscraper_inflight"] = token
+        self.shared.inflight[token] = request
+        if self.stats:
+            self.stats.inc_value("scheduler/dequeued/redis")
+        return request
+
+
+class DistributedCoordinator:
+    """Heartbeats, dead-worker recovery and the shared end of a distributed run (module docstring).
+    Built by :class:`DistributedScheduler`, so that the scheduler setting alone switches a worker over."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.loop: LoopingCall | None = None
+        self.idle_since: float | None = None
+        self.closing = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DistributedCoordinator:
+        coordinator = cls(crawler)
+        crawler.signals.connect(coordinator.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(coordinator.spider_idle, signal=signals.spider_idle)
+        crawler.signals.connect(coordinator.spider_closed, signal=signals.spider_closed)
+        return coordinator
+
+    def spider_opened(self, spider: Any) -> None:
+        shared = _shared(self.crawler)
+        if shared is None:
+            return
+        shared.register()
+        self.loop = LoopingCall(self.tick)
+        self.loop.start(shared.heartbeat, now=False).addErrback(
+            lambda f: logger.error("Distributed heartbeat stopped: %s", f.getErrorMessage()))
+
+    def _heartbeat(self, shared: SharedRun) -> bool:
+        """Publish this worker's state and counters, then release the requests it is done with. Returns
+        whether the worker is busy."""
+        engine = self.crawler.engine
+        assert engine is not None
+        slot = getattr(engine, "_slot", None)
+        inprogress: set[Request] = getattr(slot, "inprogress", set())
+        # downloaded, and its callback and items are done
+        done = [token for token, request in shared.inflight.items() if request not in inprogress]
+        busy = len(done) < len(shared.inflight) or getattr(engine, "_start", None) is not None or \
+            bool(engine.downloader.active) or not engine.scraper.slot.is_idle()  # type: ignore[union-attr]
+        shared.beat(busy=busy)
+        for token in done:
+            shared.done(token)
+        return busy
+
+    def tick(self) -> None:
+        shared = _shared(self.crawler)
+        engine = self.crawler.engine
+        if shared is None or engine is None or self.closing:
+            return
+        busy = self._heartbeat(shared)
+        requeued = shared.reap()
+        if requeued and self.crawler.stats is not None:
+            self.crawler.stats.inc_value("docscraper/distributed/requeued", requeued)
+        if not shared.finished():
+            if not busy and shared.all_idle():
+                now = time.monotonic()
+                self.idle_since = self.idle_since or now
+                if now - self.idle_since >= shared.grace:
+                    shared.declare_finished()
+            else:
+                self.idle_since = None
+        if shared.finished() and not busy:
+            self.closing = True
+            deferred_from_coro(engine.close_spider_async(reason="finished"))
+            return
+        slot = getattr(engine, "_slot", None)
+        if not busy and slot is not None and shared.server.zcard(shared.k("requests")):
+            slot.nextcall.schedule()  # work arrived: do not wait for the engine's 5 s idle loop
+
+    def spider_idle(self, spider: Any) -> None:
+        shared = _shared(self.crawler)
+        if shared is not None and not shared.finished():
+            raise DontCloseSpider
+
+    def spider_closed(self, spider: Any, reason: str) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()

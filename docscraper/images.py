@@ -1,0 +1,248 @@
+"""The images of a page's main content: what extraction records about each one.
+
+:mod:`docscraper.extraction` calls :func:`html_images` on the ``<img>`` elements left in a page's main
+content once site chrome (logos in headers, navigation icons) is gone, and :func:`markdown_images` on a
+Markdown page's ``![alt](src "title")``. Each image becomes an :class:`ImageRef`: its absolute URL, alt
+text, the caption of the ``<figure>`` around it (``<figcaption>``; Sphinx's older ``div.figure`` with
+``p.caption`` too) and its ``title``. The state store keeps them as child records of their page
+(:mod:`docscraper.state`), and ``scrapy search --images`` lists them under each result.
+
+What is skipped: ``data:`` URIs (nothing to link to), tracking pixels (``width`` and ``height`` of at
+most 1), and sources that resolve to no ``http``, ``https`` or ``file`` URL. Lazy loading is undone:
+``data-src`` (and ``data-original``, ``data-lazy-src``) is the image a script swaps in, so it wins over
+``src``; when ``src`` is missing or a placeholder (a ``data:`` URI, ``blank.gif``), the largest
+candidate of ``srcset`` (or ``data-srcset``, or a ``<picture>``'s ``<source>``) is taken.
+:func:`image_source` makes that choice for the Markdown converter too, so both agree.
+
+Alt text and captions need no handling here to be searchable: the Markdown keeps them (the chunker
+reduces ``![alt](src)`` to ``alt``, and a ``<figcaption>`` is a paragraph of its own).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from bs4 import NavigableString, Tag
+
+__all__ = ["MAX_IMAGES", "ImageRef", "html_images", "image_source", "markdown_images"]
+
+#: Images recorded per page at most; a page beyond that is a gallery or hostile, not documentation.
+MAX_IMAGES = 500
+
+
+@dataclass(frozen=True)
+class ImageRef:
+    """One image of a page's main content, in document order.
+
+    ``url`` is absolute; ``alt`` is the alt text (``""`` when none); ``caption`` the text of the
+    enclosing figure's caption, or ``None``; ``title`` the ``title`` attribute, or ``None``.
+    """
+
+    url: str
+    alt: str
+    caption: str | None = None
+    title: str | None = None
+
+
+_LAZY_SRC_ATTRIBUTES = ("data-src", "data-original", "data-lazy-src")
+_SRCSET_ATTRIBUTES = ("srcset", "data-srcset")
+_PLACEHOLDER_RE = re.compile(
+    r"(?:^|/)[^/]*(?:blank|spacer|placeholder|transparent|pixel|lazy|loading)[^/]*\.(?:gif|png|svg)$", re.I
+)
+_DESCRIPTOR_RE = re.compile(r"^(\d+(?:\.\d+)?|\.\d+)([wx])$", re.I)
+_DIMENSION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:px)?\s*$", re.I)
+_SCHEMES = frozenset({"http", "https", "file"})
+
+
+def _attr(tag: Tag, name: str) -> str:
+    value = tag.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return " ".join(value)
+    return str(value).strip()
+
+
+def _collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _is_placeholder(src: str) -> bool:
+    return not src or src.lower().startswith("data:") or _PLACEHOLDER_RE.search(src.split("?")[0]) is not None
+
+
+def _largest_candidate(srcset: str) -> str:
+    """The URL of the largest candidate of a ``srcset`` (width or density descriptor; the first on ties)."""
+    best, best_size = "", -1.0
+    position, length = 0, len(srcset)
+    while position < length:
+        while position < length and (srcset[position].isspace() or srcset[position] == ","):
+            position += 1
+        start = position
+        while position < length and not srcset[position].isspace():
+            position += 1
+        url = srcset[start:position]
+        descriptor = ""
+        if url.endswith(","):
+            url = url.rstrip(",")
+        else:
+            end = srcset.find(",", position)
+            end = length if end == -1 else end
+            descriptor = srcset[position:end].strip()
+            position = end + 1
+        if not url or url.lower().startswith("data:"):
+            continue
+        match = _DESCRIPTOR_RE.match(descriptor.split()[0] if descriptor else "1x")
+        size = float(match.group(1)) if match else 1.0
+        if size > best_size:
+            best, best_size = url, size
+    return best
+
+
+def image_source(img: Tag) -> str:
+    """The address an ``<img>`` shows once its page's scripts have run (``""`` when it has none)."""
+    for name in _LAZY_SRC_ATTRIBUTES:
+        value = _attr(img, name)
+        if value and not value.lower().startswith("data:"):
+            return value
+    src = _attr(img, "src")
+    if not _is_placeholder(src):
+        return src
+    holders = [img]
+    picture = img.parent
+    if picture is not None and picture.name == "source":  # lxml nests what follows a <source> in it
+        picture = picture.parent
+    if picture is not None and picture.name == "picture":
+        holders += [node for node in picture.descendants if isinstance(node, Tag) and node.name == "source"]
+    for holder in holders:
+        for name in _SRCSET_ATTRIBUTES:
+            candidate = _largest_candidate(_attr(holder, name))
+            if candidate:
+                return candidate
+    return src
+
+
+def _dimension(img: Tag, name: str) -> float | None:
+    match = _DIMENSION_RE.match(_attr(img, name))
+    return float(match.group(1)) if match else None
+
+
+def _is_tracking_pixel(img: Tag) -> bool:
+    sizes = [size for size in (_dimension(img, "width"), _dimension(img, "height")) if size is not None]
+    return bool(sizes) and max(sizes) <= 1
+
+
+def _text(tag: Tag) -> str:
+    return _collapse("".join(str(node) for node in tag.descendants if type(node) is NavigableString))
+
+
+def _caption(img: Tag, root: Tag) -> str | None:
+    """The caption of the figure ``img`` is in, when that figure lies inside ``root``."""
+    for parent in img.parents:
+        sphinx_figure = parent.name == "div" and "figure" in (parent.get("class") or ())
+        if parent.name == "figure" or sphinx_figure:
+            for child in parent.contents:
+                if not isinstance(child, Tag):
+                    continue
+                if child.name == "figcaption" or (sphinx_figure and "caption" in (child.get("class") or ())):
+                    return _text(child) or None
+            return None
+        if parent is root:
+            break
+    return None
+
+
+def _accept(url: str | None) -> str | None:
+    if not url:
+        return None
+    try:
+        scheme = urlsplit(url).scheme.lower()
+    except ValueError:
+        return None
+    return url if scheme in _SCHEMES else None
+
+
+def html_images(images: Iterable[Tag], root: Tag, resolve: Callable[[str], str | None]) -> tuple[ImageRef, ...]:
+    """:class:`ImageRef` for each of ``images`` (``<img>`` elements under ``root``, the main content, in
+    document order) worth recording; ``resolve`` makes a source absolute (``None``: unusable)."""
+    found: list[ImageRef] = []
+    seen: set[ImageRef] = set()
+    for img in images:
+        if _is_tracking_pixel(img):
+            continue
+        url = _accept(resolve(image_source(img)))
+        if url is None:
+            continue
+        ref = ImageRef(url, _collapse(_attr(img, "alt")), _caption(img, root), _collapse(_attr(img, "title")) or None)
+        if ref not in seen:
+            seen.add(ref)
+            found.append(ref)
+            if len(found) >= MAX_IMAGES:
+                break
+    return tuple(found)
+
+
+_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
+_MARKDOWN_IMAGE_RE = re.compile(
+    r"""!\[(?P<alt>(?:[^\[\]\\]|\\.)*)\]
+        \(\s*(?P<src><[^<>\n]*>|(?:[^\s()\\]|\\.|\([^\s()]*\))+)
+        (?:\s+(?:"(?P<t1>(?:[^"\\]|\\.)*)"|'(?P<t2>(?:[^'\\]|\\.)*)'|\((?P<t3>(?:[^()\\]|\\.)*)\)))?
+        \s*\)""",
+    re.X | re.S,
+)
+_ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def _prose(markdown: str) -> Iterable[str]:
+    """The paragraphs of ``markdown`` outside fenced code blocks."""
+    fence: str | None = None
+    paragraph: list[str] = []
+    for line in markdown.split("\n"):
+        stripped = line.strip()
+        if fence is not None:
+            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+                fence = None
+            continue
+        match = _FENCE_RE.match(line)
+        if match and not (match.group(1)[0] == "`" and "`" in line[match.end() :]):
+            fence = match.group(1)
+        if fence is not None or not stripped:
+            if paragraph:
+                yield "\n".join(paragraph)
+            paragraph = []
+            continue
+        paragraph.append(line)
+    if paragraph:
+        yield "\n".join(paragraph)
+
+
+def _unescape(text: str) -> str:
+    return _collapse(_ESCAPE_RE.sub(r"\1", text))
+
+
+def markdown_images(markdown: str, resolve: Callable[[str], str | None]) -> tuple[ImageRef, ...]:
+    """:class:`ImageRef` for each ``![alt](src "title")`` of ``markdown`` outside code, in order."""
+    found: list[ImageRef] = []
+    seen: set[ImageRef] = set()
+    for paragraph in _prose(markdown):
+        if "![" not in paragraph:
+            continue
+        for match in _MARKDOWN_IMAGE_RE.finditer(_CODE_SPAN_RE.sub("", paragraph)):
+            src = match.group("src")
+            if src.startswith("<"):
+                src = src[1:-1]
+            url = _accept(resolve(_ESCAPE_RE.sub(r"\1", src)))
+            if url is None:
+                continue
+            title = match.group("t1") or match.group("t2") or match.group("t3") or ""
+            ref = ImageRef(url, _unescape(match.group("alt")), None, _unescape(title) or None)
+            if ref not in seen:
+                seen.add(ref)
+                found.append(ref)
+                if len(found) >= MAX_IMAGES:
+                    return tuple(found)
+    return tuple(found)

@@ -1,0 +1,201 @@
+"""Start a crawl of a registered source in the background and return at once.
+
+:func:`start_crawl` is what the MCP server's ``recrawl_source`` calls; any other front end may reuse it.
+It refuses (:class:`~docscraper.sources.SourceError`) an unknown source, a source with a crawl running
+(what ``scrapy status`` says, or a process this one started that has not recorded its run yet), and bad
+arguments (:class:`~docscraper.sources.SourceArgumentError`, checked as the ``docs`` spider checks them).
+Then, one of two ways:
+
+``process`` (the default): a detached ``python -m scrapy crawl docs -a source=NAME [-a full=1] [-a
+allow=...] ...`` started from the project root (the folder of the nearest ``scrapy.cfg``, else the
+current one), in a session of its own so that it outlives the caller and is not killed with its process
+group; stdin from ``/dev/null``, stdout and stderr to ``DATA_DIR/logs/<source>/<UTC timestamp>.log``.
+It inherits the environment (``DOCSCRAPER_*``, ``SCRAPY_SETTINGS_MODULE``); *settings* become ``-s``
+options. Returns ``{"started": true, "how": "process", "source", "pid", "log", "command"}``.
+
+``scrapyd``, when ``DOCSCRAPER_SCRAPYD_URL`` is set: a POST to its ``schedule.json`` with ``project``
+(``DOCSCRAPER_SCRAPYD_PROJECT``), ``spider=docs``, ``source`` and the arguments, *settings* as
+``setting=NAME=VALUE``; credentials in the URL (``http://user:pass@host:6800/``) go in an
+``Authorization`` header. Returns ``{"started": true, "how": "scrapyd", "source", "jobid", "scrapyd",
+"project"}``. A job Scrapyd has queued but not started is not seen by the running check.
+
+Overrides (``allow``, ``block``, ``max_depth``, ``max_pages``, ``llms_txt``, ``render``) apply to that run
+only, as with ``scrapy recrawl``; ``None`` values are left out.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
+
+from docscraper import USER_AGENT
+from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.sources import SourceArgumentError, SourceError, get_source_info
+from docscraper.status import crawl_status
+
+__all__ = ["OVERRIDES", "crawl_arguments", "project_root", "start_crawl"]
+
+logger = logging.getLogger(__name__)
+
+#: The one-run scope arguments :func:`start_crawl` passes on.
+OVERRIDES = ("allow", "block", "max_depth", "max_pages", "llms_txt", "render")
+
+# Processes this one started, by source: a crawl is "running" before it has recorded its run.
+_started: dict[str, subprocess.Popen[bytes]] = {}
+_lock = threading.Lock()
+
+
+def project_root() -> Path:
+    """The folder of the nearest ``scrapy.cfg`` (as Scrapy finds it from the current folder), else the
+    current folder."""
+    from scrapy.utils.conf import closest_scrapy_cfg
+
+    cfg = closest_scrapy_cfg()
+    return Path(cfg).parent if cfg else Path.cwd()
+
+
+def crawl_arguments(name: str, *, full: bool = False, overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The ``docs`` spider arguments for a crawl of source *name*, checked as the spider checks them."""
+    spargs: dict[str, str] = {"source": name}
+    if full:
+        spargs["full"] = "1"
+    unknown = sorted(set(overrides or {}) - set(OVERRIDES))
+    if unknown:
+        raise SourceArgumentError(f"unknown argument(s) {', '.join(unknown)}; a crawl takes {', '.join(OVERRIDES)}")
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v).strip() for v in value if str(v).strip())
+            if not value:
+                continue
+        if isinstance(value, bool):
+            raise SourceArgumentError(f"{key} must be {'a whole number' if key.startswith('max_') else 'text'}, "
+                                      f"got {value!r}")
+        spargs[key] = str(value)
+    try:
+        parsed = CrawlArgs.parse(spargs)
+    except ConfigError as exc:
+        raise SourceArgumentError(str(exc)) from None
+    if parsed.is_url:
+        raise SourceArgumentError(f"give a source name, not a URL: {name!r}")
+    return spargs
+
+
+def _running(config: DocscraperConfig, name: str) -> str | None:
+    """How a crawl of *name* is running, if one is."""
+    try:
+        statuses = crawl_status(config, name)
+    except LookupError as exc:
+        raise SourceError(str(exc.args[0] if exc.args else exc)) from None
+    for status in statuses:
+        if status.state == "running":
+            return f"run {status.run_id}, pid {status.pid} on {status.host}"
+    process = _started.get(name)
+    if process is not None and process.poll() is None:
+        return f"pid {process.pid}, started from here and not yet recorded"
+    return None
+
+
+def start_crawl(config: DocscraperConfig, name: str, *, full: bool = False,
+                overrides: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None,
+                root: Path | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    """Start a crawl of source *name* in the background (module docstring) and say how it was started."""
+    get_source_info(config, name)  # unknown source, or a bad name: SourceError
+    spargs = crawl_arguments(name, full=full, overrides=overrides)
+    crawl_settings = {str(k): str(v) for k, v in (settings or {}).items()}
+    with _lock:
+        running = _running(config, name)
+        if running:
+            raise SourceError(f"a crawl of source {name!r} is running ({running}); wait for it to finish "
+                              "(crawl_status, or scrapy status)")
+        if config.scrapyd_url:
+            return _schedule(config, name, spargs, crawl_settings, timeout)
+        return _spawn(config, name, spargs, crawl_settings, root or project_root())
+
+
+def _log_path(config: DocscraperConfig, name: str) -> Path:
+    folder = (config.data_dir / "logs" / name).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    path, n = folder / f"{stamp}.log", 1
+    while path.exists():
+        n += 1
+        path = folder / f"{stamp}-{n}.log"
+    return path
+
+
+def _spawn(config: DocscraperConfig, name: str, spargs: dict[str, str], settings: dict[str, str],
+           root: Path) -> dict[str, Any]:
+    command = [sys.executable, "-m", "scrapy", "crawl", "docs"]
+    for key, value in spargs.items():
+        command += ["-a", f"{key}={value}"]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    try:
+        log = _log_path(config, name)
+        with log.open("xb") as out:
+            process = subprocess.Popen(
+                command, cwd=root, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, env=dict(os.environ),
+            )
+    except OSError as exc:
+        raise SourceError(f"cannot start a crawl of {name!r}: {exc.__class__.__name__}: {exc}") from exc
+    _started[name] = process
+    # Reap it when it ends, so that it leaves no zombie behind while this process lives on.
+    threading.Thread(target=process.wait, name=f"docscraper-crawl-{process.pid}", daemon=True).start()
+    logger.info("Started a crawl of %s: pid %d, log %s", name, process.pid, log)
+    return {"started": True, "how": "process", "source": name, "pid": process.pid, "log": str(log),
+            "command": command}
+
+
+def _schedule(config: DocscraperConfig, name: str, spargs: dict[str, str], settings: dict[str, str],
+              timeout: float) -> dict[str, Any]:
+    assert config.scrapyd_url is not None
+    parts = urlsplit(config.scrapyd_url)
+    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+    if parts.username is not None:
+        token = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+    # Credentials never appear in a message or a result.
+    host = parts.netloc.rpartition("@")[2]
+    path = parts.path if parts.path.endswith("/") else parts.path + "/"
+    endpoint = urlunsplit((parts.scheme, host, path + "schedule.json", "", ""))
+    fields = [("project", config.scrapyd_project), ("spider", "docs"), *spargs.items(),
+              *(("setting", f"{key}={value}") for key, value in settings.items())]
+    request = urllib.request.Request(endpoint, data=urlencode(fields).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read(1024 * 1024)
+    except urllib.error.HTTPError as exc:
+        detail = f"HTTP {exc.code}"
+        with contextlib.suppress(Exception):
+            detail += f": {json.loads(exc.read(65536))['message']}"
+        exc.close()
+        raise SourceError(f"Scrapyd at {endpoint} refused the crawl of {name!r}: {detail}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", None) or exc
+        raise SourceError(f"cannot reach Scrapyd at {endpoint}: {reason}") from None
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        raise SourceError(f"Scrapyd at {endpoint} answered with something other than JSON") from None
+    if not isinstance(answer, dict) or answer.get("status") != "ok" or not answer.get("jobid"):
+        message = answer.get("message") if isinstance(answer, dict) else None
+        raise SourceError(f"Scrapyd at {endpoint} refused the crawl of {name!r}: {message or repr(answer)}")
+    logger.info("Scheduled a crawl of %s on Scrapyd %s: job %s", name, endpoint, answer["jobid"])
+    return {"started": True, "how": "scrapyd", "source": name, "jobid": str(answer["jobid"]), "scrapyd": endpoint,
+            "project": config.scrapyd_project}

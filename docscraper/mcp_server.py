@@ -1,0 +1,415 @@
+"""docscraper as an MCP server: sources, crawls and search as tools for an AI assistant.
+
+Built on the official ``mcp`` Python SDK (:class:`mcp.server.mcpserver.MCPServer`). Start it from the
+project root, where ``scrapy.cfg`` is, or anywhere with ``SCRAPY_SETTINGS_MODULE`` naming an importable
+settings module::
+
+    scrapy mcp [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [-s NAME=VALUE ...]
+    docscraper-mcp [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [-s NAME=VALUE ...]
+
+``stdio`` (the default) is for a client that spawns the server; ``http`` serves the streamable HTTP
+transport at ``http://HOST:PORT/mcp`` (``--port 0`` picks a free port; the address is printed on stderr).
+Settings are the project's (``DOCSCRAPER_DATA_DIR``...); ``-s`` settings are also passed on to the
+crawls ``recrawl_source`` starts.
+
+Tools (each wraps the Python API that the project's commands use):
+
+- ``add_source(name, url, allow?, block?, max_depth?, max_pages?, llms_txt?)``: probe the site and
+  register it (:func:`docscraper.sources.add_source`); the source and what the probe found.
+- ``list_sources()``: every source with its scope, pages, chunks and last run.
+- ``crawl_status(name?)``: running and died crawls and each source's last finished one, with progress
+  (:func:`docscraper.status.crawl_status`).
+- ``recrawl_source(name, full?, allow?, block?, max_depth?, max_pages?)``: start a crawl in the
+  background and return at once (:func:`docscraper.launch.start_crawl`: a detached process, or a Scrapyd
+  job when ``DOCSCRAPER_SCRAPYD_URL`` is set); refused while a crawl of the source runs.
+- ``reindex_page(name, url_or_glob)``: mark pages for the next crawl to re-process
+  (:func:`docscraper.sources.request_reindex`).
+- ``search_docs(question, k?, source?)``: the best chunks, at most one per page. The model is loaded on
+  the first search and kept for the server's life; the Chroma index is reopened when a crawl wrote to it
+  since (a persistent client never sees another process's writes).
+
+A tool that cannot do its job answers an error result (``isError``) whose text says why, as the
+commands' ``error:`` lines do; an unexpected failure is logged on the server's stderr and the client
+only learns that the tool failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import socket
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field
+from scrapy.settings import BaseSettings
+
+from docscraper import __version__
+from docscraper.config import DocscraperConfig
+from docscraper.embedding import EmbeddingError, SentenceTransformerEmbedder
+from docscraper.launch import start_crawl
+from docscraper.search import Searcher
+from docscraper.sources import (
+    SourceError,
+    add_source,
+    get_source_info,
+    list_sources,
+    request_reindex,
+)
+from docscraper.state import StateError
+from docscraper.status import crawl_status
+from docscraper.vectors import ChromaIndex, IndexError_, forget_persistent_clients, persistent_stamp
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["DEFAULT_PORT", "TRANSPORTS", "DocsTools", "build_server", "cmdline_settings", "main", "serve"]
+
+logger = logging.getLogger(__name__)
+
+TRANSPORTS = ("stdio", "http")
+#: The streamable HTTP transport's default port (Chroma's server takes 8000, Scrapyd 6800).
+DEFAULT_PORT = 8765
+HTTP_PATH = "/mcp"
+
+INSTRUCTIONS = """\
+docscraper keeps a vector index of documentation sites. Register a site with add_source, crawl it with
+recrawl_source (it runs in the background: follow it with crawl_status until its state is 'finished'),
+then answer questions with search_docs, which returns the best passages with their page URLs. After a
+page changed, reindex_page marks it and the next recrawl_source re-processes it."""
+
+_LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+_Globs = str | list[str] | None
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    """The failures a user can act on, as the SDK's anticipated tool errors: their text reaches the client."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    try:
+        yield
+    except ToolError:
+        raise
+    except LookupError as exc:  # KeyError's repr quotes; LookupError's first argument is the sentence
+        raise ToolError(str(exc.args[0]) if exc.args else str(exc)) from exc
+    except (SourceError, ValueError, StateError, IndexError_, EmbeddingError) as exc:
+        raise ToolError(str(exc)) from exc
+
+
+class DocsTools:
+    """What the tools do, over one :class:`DocscraperConfig`; keeps the search model between calls.
+
+    *crawl_settings* are passed on to the crawls :meth:`recrawl_source` starts; *probe_timeout* and
+    *user_agent* go to the site probe of :meth:`add_source`.
+    """
+
+    def __init__(self, config: DocscraperConfig, *, crawl_settings: Mapping[str, str] | None = None,
+                 probe_timeout: float = 10.0, user_agent: str | None = None) -> None:
+        self.config = config
+        self.crawl_settings = dict(crawl_settings or {})
+        self.probe_timeout = probe_timeout
+        self.user_agent = user_agent
+        # Tools run on worker threads; Chroma's per-process client cache is shared, so every use of the
+        # index (a search, an adopting add_source) holds this lock.
+        self._index_lock = threading.Lock()
+        self._embedder: SentenceTransformerEmbedder | None = None
+        self._index: ChromaIndex | None = None
+        self._searcher: Searcher | None = None
+        self._stamp: object = None
+
+    def add_source(self, name: str, url: str, *, allow: _Globs = None, block: _Globs = None,
+                   max_depth: int | None = None, max_pages: int | None = None,
+                   llms_txt: str | None = None) -> dict[str, Any]:
+        with _errors(), self._index_lock:
+            info, probe = add_source(
+                self.config, name, url, allow=_globs(allow), block=_globs(block), max_depth=max_depth,
+                max_pages=max_pages, llms_txt=llms_txt, timeout=self.probe_timeout, user_agent=self.user_agent,
+            )
+        return {"source": info.as_dict(), "probe": probe.as_dict() if probe is not None else None}
+
+    def list_sources(self) -> dict[str, Any]:
+        with _errors():
+            return {"sources": [info.as_dict() for info in list_sources(self.config)]}
+
+    def crawl_status(self, name: str | None = None) -> dict[str, Any]:
+        with _errors():
+            return {"runs": [status.as_dict() for status in crawl_status(self.config, name or None)]}
+
+    def recrawl_source(self, name: str, *, full: bool = False, allow: _Globs = None, block: _Globs = None,
+                       max_depth: int | None = None, max_pages: int | None = None) -> dict[str, Any]:
+        overrides = {"allow": _globs(allow) or None, "block": _globs(block) or None, "max_depth": max_depth,
+                     "max_pages": max_pages}
+        with _errors():
+            return start_crawl(self.config, name, full=full, overrides=overrides, settings=self.crawl_settings)
+
+    def reindex_page(self, name: str, url_or_glob: str) -> dict[str, Any]:
+        with _errors():
+            marked = request_reindex(self.config, name, url_or_glob)
+        return {"source": name, "marked": marked, "count": len(marked),
+                "next": f"recrawl_source {name} re-processes them"}
+
+    def search_docs(self, question: str, *, k: int = 5, source: str | None = None) -> dict[str, Any]:
+        with _errors():
+            with self._index_lock:
+                results = self._current_searcher().search(question, k=k, source=source or None)
+            if not results and source:
+                get_source_info(self.config, source)  # an unknown source is the better answer
+        keys = ("rank", "score", "url", "title", "heading", "text", "source")
+        return {"results": [{key: getattr(result, key) for key in keys} for result in results]}
+
+    def _current_searcher(self) -> Searcher:
+        """The one :class:`Searcher`; its Chroma index reopened when another process wrote to it."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        config = self.config
+        persistent = config.chroma_url is None
+        if persistent and not config.chroma_path.exists():
+            raise ToolError(f"no index at {config.chroma_path} yet; crawl a source first (recrawl_source)")
+        stamp = persistent_stamp(config.chroma_path) if persistent else None
+        if self._searcher is None or stamp != self._stamp:
+            if self._embedder is None:
+                self._embedder = SentenceTransformerEmbedder(
+                    config.embedding_model, device=config.embedding_device, batch_size=config.embedding_batch_size
+                )
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+                if persistent:
+                    forget_persistent_clients()
+            self._index = ChromaIndex(path=config.chroma_path, url=config.chroma_url,
+                                      collection=config.chroma_collection, telemetry=config.chroma_telemetry)
+            self._searcher = Searcher(config, embedder=self._embedder, index=self._index)
+            # after opening: opening writes to the directory itself
+            self._stamp = persistent_stamp(config.chroma_path) if persistent else None
+        return self._searcher
+
+    def close(self) -> None:
+        with self._index_lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+            if self._embedder is not None:
+                self._embedder.close()
+                self._embedder = None
+            self._searcher = None
+
+
+def _globs(value: _Globs) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+# -- the MCP server ----------------------------------------------------------------------------------
+
+_Name = Annotated[str, Field(description="the source's name: lowercase letters, digits, '.', '_', '-'")]
+_Allow = Annotated[_Globs, Field(description="globs over URL paths a page must match (guide/**, /docs/*.html); "
+                                             "'!pattern' excludes")]
+_Block = Annotated[_Globs, Field(description="globs over URL paths that exclude pages")]
+_MaxDepth = Annotated[int | None, Field(ge=0, description="link depth limit (0: the start page only)")]
+_MaxPages = Annotated[int | None, Field(ge=1, description="at most this many pages")]
+
+
+def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServer:
+    """An :class:`~mcp.server.mcpserver.MCPServer` with the six tools over *tools*."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server: MCPServer = MCPServer("docscraper", title="docscraper", version=__version__,
+                                  instructions=INSTRUCTIONS, log_level=log_level)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True))
+    def add_source(
+        name: _Name,
+        url: Annotated[str, Field(description="the documentation's start URL (https://docs.example.com/guide/)")],
+        allow: _Allow = None,
+        block: _Block = None,
+        max_depth: _MaxDepth = None,
+        max_pages: _MaxPages = None,
+        llms_txt: Annotated[str | None, Field(description="URL of an llms.txt that auto-detection misses")] = None,
+    ) -> dict[str, Any]:
+        """Register a documentation site as a source, after probing it (robots.txt, llms.txt, sitemaps).
+        Returns the source (name, url, scope...) and what the probe found. Crawl it with recrawl_source."""
+        return tools.add_source(name, url, allow=allow, block=block, max_depth=max_depth, max_pages=max_pages,
+                                llms_txt=llms_txt)
+
+    @server.tool(annotations=reads)
+    def list_sources() -> dict[str, Any]:
+        """Every source: name, url, scope, registered, pages and chunks stored, and its last run."""
+        return tools.list_sources()
+
+    @server.tool(annotations=reads)
+    def crawl_status(
+        name: Annotated[str | None, Field(description="only this source's runs")] = None,
+    ) -> dict[str, Any]:
+        """Crawls running now, crawls that died, and each source's last finished crawl, with progress
+        (pages done/known/queued, new/changed/unchanged, failures) and, once finished, the result."""
+        return tools.crawl_status(name)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True))
+    def recrawl_source(
+        name: _Name,
+        full: Annotated[bool, Field(description="process every page as changed, not only changed pages")] = False,
+        allow: _Allow = None,
+        block: _Block = None,
+        max_depth: _MaxDepth = None,
+        max_pages: _MaxPages = None,
+    ) -> dict[str, Any]:
+        """Start a crawl of a registered source in the background and return at once (pid and log file,
+        or the Scrapyd job id). Incremental unless full. Scope arguments apply to this run only. Follow it
+        with crawl_status. Refused while a crawl of the source is running."""
+        return tools.recrawl_source(name, full=full, allow=allow, block=block, max_depth=max_depth,
+                                    max_pages=max_pages)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,
+                                             open_world_hint=False))
+    def reindex_page(
+        name: _Name,
+        url_or_glob: Annotated[str, Field(description="a page URL, an absolute path (/docs/faq.html) or a glob "
+                                                      "relative to the source's prefix (guide/**)")],
+    ) -> dict[str, Any]:
+        """Mark stored pages of a source so that the next crawl re-processes and re-embeds them whatever
+        their content. Returns the URLs marked."""
+        return tools.reindex_page(name, url_or_glob)
+
+    @server.tool(annotations=reads)
+    def search_docs(
+        question: Annotated[str, Field(description="a question or keywords, in plain words")],
+        k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5,
+        source: Annotated[str | None, Field(description="only this source's pages")] = None,
+    ) -> dict[str, Any]:
+        """Search the indexed documentation: the k passages that best answer the question, at most one per
+        page, best first, each with its page url, title, heading, score (cosine similarity) and text."""
+        return tools.search_docs(question, k=k, source=source)
+
+    return server
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                         flags=socket.AI_PASSIVE)[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+async def _serve_http(server: MCPServer, host: str, port: int, log_level: str) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+    # Bound here, so that --port 0 can say which port it got.
+    sock = _bind(host, port)
+    bound = sock.getsockname()[1]
+    where = f"[{host}]" if ":" in host else host
+    print(f"docscraper MCP server: streamable HTTP at http://{where}:{bound}{HTTP_PATH}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level=log_level.lower(), lifespan="on")
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def cmdline_settings(settings: BaseSettings) -> dict[str, str]:
+    """The settings given on the command line (``-s NAME=VALUE``), to pass on to crawls."""
+    from scrapy.settings import SETTINGS_PRIORITIES
+
+    cmdline = SETTINGS_PRIORITIES["cmdline"]
+    return {str(name): str(settings[name]) for name in settings if settings.getpriority(name) == cmdline}
+
+
+def _log_level(settings: BaseSettings) -> _LogLevel:
+    value = settings.get("LOG_LEVEL") or "INFO"
+    name = logging.getLevelName(value) if isinstance(value, int) else str(value).upper()
+    name = {"WARN": "WARNING", "FATAL": "CRITICAL"}.get(name, name)
+    levels: tuple[_LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+    for level in levels:
+        if level == name:
+            return level
+    return "INFO"
+
+
+def serve(settings: BaseSettings, *, transport: str = "stdio", host: str = "127.0.0.1",
+          port: int = DEFAULT_PORT) -> None:
+    """Run the MCP server over *transport* until the client leaves (stdio) or the process is stopped
+    (http). Raises :class:`~docscraper.config.ConfigError` for bad settings, :class:`ValueError` for a bad
+    transport, :class:`OSError` when the port cannot be bound."""
+    import anyio
+
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
+    config = DocscraperConfig.from_settings(settings)
+    tools = DocsTools(config, crawl_settings=cmdline_settings(settings),
+                      probe_timeout=min(float(settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
+                      user_agent=settings.get("USER_AGENT") or None)
+    level = _log_level(settings)
+    # Scrapy's log format on stderr; the SDK's own set-up (a Rich console) then leaves it alone.
+    logging.basicConfig(level=level, format="%(asctime)s [%(name)s] %(levelname)s: %(message)s", stream=sys.stderr)
+    server = build_server(tools, log_level=level)
+    try:
+        if transport == "stdio":
+            # The SDK points fd 1 at stderr while it serves: stray prints cannot corrupt the protocol.
+            anyio.run(server.run_stdio_async)
+        else:
+            anyio.run(_serve_http, server, host, port, level)
+    finally:
+        tools.close()
+
+
+def add_server_options(parser: argparse.ArgumentParser) -> None:
+    """``--transport``, ``--host``, ``--port``: shared by ``scrapy mcp`` and ``docscraper-mcp``."""
+    parser.add_argument("--transport", choices=TRANSPORTS, default="stdio",
+                        help="stdio (default: the client spawns the server) or http (streamable HTTP)")
+    parser.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"http: the port (default {DEFAULT_PORT}; 0 picks a free one)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``docscraper-mcp`` console script: the project's settings (``scrapy.cfg`` found from the
+    current folder, or ``SCRAPY_SETTINGS_MODULE``), ``-s NAME=VALUE`` on top."""
+    from scrapy.utils.project import get_project_settings
+
+    from docscraper.config import ConfigError
+
+    parser = argparse.ArgumentParser(prog="docscraper-mcp", description="docscraper's MCP server")
+    add_server_options(parser)
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting (repeatable); also passed on to the crawls it starts")
+    opts = parser.parse_args(argv)
+    if not 0 <= opts.port <= 65535:
+        parser.error(f"--port must be between 0 and 65535, got {opts.port}")
+    settings = get_project_settings()
+    if settings.get("COMMANDS_MODULE") != "docscraper.commands":
+        print("error: docscraper's settings not found: run docscraper-mcp from the project root (where "
+              "scrapy.cfg is), or set SCRAPY_SETTINGS_MODULE", file=sys.stderr)
+        return 2
+    for pair in opts.set:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            parser.error(f"-s takes NAME=VALUE, got {pair!r}")
+        settings.set(name, value, priority="cmdline")
+    try:
+        serve(settings, transport=opts.transport, host=opts.host, port=opts.port)
+    except (ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

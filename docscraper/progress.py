@@ -1,0 +1,301 @@
+"""A crawl's live progress: written to the state database for ``scrapy status``, shown on the terminal.
+
+:func:`build_progress` takes a snapshot of a :class:`~docscraper.run.CrawlRun`: pages done, queued and
+in flight; new, changed, unchanged, failed and skipped pages (failures and refusals by reason, with the
+latest URLs); chunks written, embeddings computed, the rate in pages per second over the whole run and
+over the last half minute. Every count comes from the run's ledger tallies and counters, so a snapshot
+costs the same after ten pages as after a hundred thousand.
+
+:class:`ProgressRecorder` belongs to the run: opened with it, it writes a snapshot to ``runs.progress``
+and ``runs.heartbeat_at`` every ``DOCSCRAPER_PROGRESS_INTERVAL`` seconds on the state thread, and once
+more when the run closes. :class:`ProgressLine` is the extension that rewrites one line on stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import deferred_from_coro
+
+from docscraper.config import DocscraperConfig
+from docscraper.state import utcnow
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.utils.asyncio import AsyncioLoopingCall
+    from twisted.internet.task import LoopingCall
+
+    from docscraper.run import CrawlRun
+
+__all__ = ["RECENT_WINDOW", "ProgressLine", "ProgressRecorder", "RateMeter", "build_progress",
+           "format_duration", "format_progress_line", "queued_requests"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds over which the recent rate is measured.
+RECENT_WINDOW = 30.0
+
+_CHANGES = ("new", "changed", "unchanged")
+
+
+def _iso(value: Any) -> str:
+    return str(value.isoformat()).replace("+00:00", "Z")
+
+
+class RateMeter:
+    """Pages per second over the last :data:`RECENT_WINDOW` seconds, from (time, pages done) samples."""
+
+    def __init__(self, window: float = RECENT_WINDOW) -> None:
+        self.window = window
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def sample(self, done: int, now: float | None = None) -> float | None:
+        """Record *done* at *now* (``time.monotonic()``); the recent rate, None until two samples."""
+        now = time.monotonic() if now is None else now
+        self._samples.append((now, done))
+        # keep one sample at or before the window's start, so the rate spans the whole window
+        while len(self._samples) > 2 and self._samples[1][0] <= now - self.window:
+            self._samples.popleft()
+        first_t, first_done = self._samples[0]
+        if now - first_t <= 0:
+            return None
+        return (done - first_done) / (now - first_t)
+
+
+def queued_requests(crawler: Crawler) -> tuple[int, int]:
+    """Requests waiting in the scheduler, and requests in the downloader."""
+    engine = crawler.engine
+    scheduler = getattr(engine, "scheduler", None) if engine is not None else None
+    queued: int | None = None
+    if scheduler is not None and hasattr(scheduler, "__len__"):
+        try:
+            queued = len(scheduler)
+        except Exception:  # a distributed scheduler may not know; the stats do
+            queued = None
+    if queued is None and crawler.stats is not None:
+        stats = crawler.stats
+        queued = max(0, int(stats.get_value("scheduler/enqueued", 0)) - int(stats.get_value("scheduler/dequeued", 0)))
+    downloader = getattr(engine, "downloader", None) if engine is not None else None
+    in_flight = len(getattr(downloader, "active", ()) or ())
+    return queued or 0, in_flight
+
+
+def _outcomes(run: CrawlRun, status: str) -> dict[str, Any]:
+    tally = run.ledger.tally
+    prefix = f"{status}."
+    by_reason = {k[len(prefix):]: v for k, v in sorted(tally.items()) if k.startswith(prefix) and v > 0}
+    return {"count": tally[status], "by_reason": by_reason, "recent": list(run.ledger.recent[status])}
+
+
+def build_progress(run: CrawlRun, meter: RateMeter | None = None, *, interval: float | None = None) -> dict[str, Any]:
+    """A JSON-ready snapshot of the run's progress (the ``runs.progress`` column; see the README)."""
+    now = utcnow()
+    tally = run.ledger.tally
+    changes = {change: tally[f"success.{change}"] for change in _CHANGES}
+    failed = _outcomes(run, "failed")
+    skipped = _outcomes(run, "skipped")
+    done = sum(changes.values()) + failed["count"]
+    queued, in_flight = queued_requests(run.crawler)
+    elapsed = max(0.0, (now - run.started_at).total_seconds())
+    recent = meter.sample(done) if meter is not None else None
+    overall = done / elapsed if elapsed > 0 else 0.0
+    progress: dict[str, Any] = {
+        "started_at": _iso(run.started_at),
+        "updated_at": _iso(now),
+        "elapsed_s": round(elapsed, 3),
+        "pages": {
+            "done": done,
+            # Pages fetched and waiting in the pipelines (for the model, say) are neither queued nor in
+            # flight: every page the run took a slot for is known.
+            "known": max(done + queued + in_flight, run.scheduled_pages),
+            "queued": queued,
+            "in_flight": in_flight,
+            **changes,
+            "failed": failed["count"],
+            "skipped": skipped["count"],
+            "removed": tally["success.removed"],
+        },
+        "failed": failed,
+        "skipped": skipped,
+        "chunks_written": run.counters["chunks_added"],
+        "embeddings_computed": run.counters["embeddings_computed"],
+        "rate": {"overall": round(overall, 3), "recent": round(overall if recent is None else recent, 3)},
+    }
+    if interval is not None:
+        progress["interval_s"] = interval
+    return progress
+
+
+def format_duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``2h03m``."""
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def format_progress_line(progress: Mapping[str, Any], width: int | None = None) -> str:
+    """One line from a :func:`build_progress` snapshot: done / known, rate, errors, elapsed time.
+
+    ``docscraper 120/450 pages (27%) | 3.2 pages/s | 2 errors | 12 skipped | 1m05s``, cut to *width*.
+    """
+    pages = progress.get("pages") or {}
+    done = int(pages.get("done", 0))
+    known = max(int(pages.get("known", 0)), done)
+    share = f" ({done / known:.0%})" if known else ""
+    rate = (progress.get("rate") or {}).get("recent") or 0.0
+    errors = int(pages.get("failed", 0))
+    parts = [
+        f"docscraper {done}/{known} pages{share}",
+        f"{rate:.1f} pages/s",
+        f"{errors} error{'' if errors == 1 else 's'}",
+    ]
+    if pages.get("skipped"):
+        parts.append(f"{pages['skipped']} skipped")
+    parts.append(format_duration(float(progress.get("elapsed_s", 0))))
+    line = " | ".join(parts)
+    if width is not None and len(line) > width:
+        line = line[: max(0, width - 3)] + "..." if width > 3 else line[:width]
+    return line
+
+
+class ProgressRecorder:
+    """Writes the run's progress and heartbeat to the state database every *interval* seconds.
+
+    Started by :class:`~docscraper.run.CrawlRun` once its run row exists, closed (one last write) before
+    the run is finished. Writes go through ``run.db``, so SQL never runs on the reactor thread; a write
+    that fails is logged and counted (``docscraper/progress/write_errors``), and the crawl goes on.
+    """
+
+    def __init__(self, run: CrawlRun, interval: float) -> None:
+        self.run = run
+        self.interval = interval
+        self.meter = RateMeter()
+        self._loop: AsyncioLoopingCall | LoopingCall | None = None
+        self._writing = False
+        self._warned = False
+
+    def start(self) -> None:
+        self._loop = create_looping_call(self._tick)
+        self._loop.start(self.interval, now=True)
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+
+    async def close(self) -> None:
+        """Stop the periodic writes and write the final progress."""
+        self.stop()
+        await self.write()
+
+    def _tick(self) -> None:
+        # A write slower than the interval (a busy database) is not queued behind itself.
+        if not self._writing:
+            deferred_from_coro(self.write())
+
+    async def write(self) -> None:
+        run = self.run
+        if run.store is None:
+            return
+        self._writing = True
+        try:
+            progress = build_progress(run, self.meter, interval=self.interval)
+            await run.db(run.store.heartbeat, run.run_id, utcnow(), progress)
+        except Exception as exc:
+            run.stat("progress/write_errors")
+            if not self._warned:
+                self._warned = True
+                logger.warning("Cannot write the crawl's progress to the state database: %s", exc)
+        finally:
+            self._writing = False
+
+
+class ProgressLine:
+    """A progress line on stderr, rewritten in place about once a second: done / known, rate, errors.
+
+    Settings: ``DOCSCRAPER_PROGRESS_LINE`` (``auto``, the default: only when stderr is a terminal;
+    ``on``; ``off``: :class:`NotConfigured`). The line is written with a carriage return and cleared
+    before any log record reaches a handler writing to the same stream, so log lines stay whole; it is
+    drawn again on the next tick, and cleared when the spider closes. Scrapy's LogStats stay in the log.
+    """
+
+    refresh = 1.0
+
+    def __init__(self, crawler: Crawler, stream: IO[str]) -> None:
+        self.crawler = crawler
+        self.stream = stream
+        self.meter = RateMeter(window=10.0)
+        self._shown = 0
+        self._loop: AsyncioLoopingCall | LoopingCall | None = None
+        self._handlers: list[logging.Handler] = []
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ProgressLine:
+        config = DocscraperConfig.from_settings(crawler.settings)
+        stream = sys.stderr
+        # Without a message: a crawl under Scrapyd or with its output piped is the usual case, no warning.
+        if config.progress_line == "off":
+            raise NotConfigured
+        if config.progress_line == "auto" and not (hasattr(stream, "isatty") and stream.isatty()):
+            raise NotConfigured
+        line = cls(crawler, stream)
+        crawler.signals.connect(line.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(line.spider_closed, signal=signals.spider_closed)
+        return line
+
+    def spider_opened(self) -> None:
+        # Handlers are looked up now: Scrapy installs its root handler when the crawler starts.
+        for handler in logging.getLogger().handlers:
+            if getattr(handler, "stream", None) is self.stream:
+                handler.addFilter(self._before_log)
+                self._handlers.append(handler)
+        self._loop = create_looping_call(self.draw)
+        self._loop.start(self.refresh, now=False)
+
+    def spider_closed(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+        for handler in self._handlers:
+            handler.removeFilter(self._before_log)
+        self._handlers = []
+        self.clear()
+
+    def _before_log(self, record: logging.LogRecord) -> bool:
+        self.clear()
+        return True
+
+    def draw(self) -> None:
+        from docscraper.run import run_for  # docscraper.run imports this module
+
+        run = run_for(self.crawler)
+        if run is None or not run.opened:
+            return
+        width = shutil.get_terminal_size((100, 24)).columns - 1
+        text = format_progress_line(build_progress(run, self.meter), width)
+        self._write("\r" + text.ljust(self._shown))
+        self._shown = len(text)
+
+    def clear(self) -> None:
+        if self._shown:
+            self._write("\r" + " " * self._shown + "\r")
+            self._shown = 0
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed or broken terminal is no reason to stop a crawl
+            self._shown = 0

@@ -1,0 +1,441 @@
+"""Rate limits a site asks for: ``Retry-After``, repeated 429s, and robots.txt ``Crawl-delay``.
+
+Everything here works per Scrapy download slot (one per host by default), with Scrapy's own machinery:
+
+* A 429 or 503 response with ``Retry-After`` (seconds, or an HTTP date read against the response's
+  ``Date``) pauses its whole slot until then. The pause starts in the ``response_downloaded`` signal,
+  before the downloader hands the slot its next queued request: the slot is held the way a download
+  delay holds it (``slot.latercall``), and a request that reaches this middleware during the pause waits
+  in :meth:`RateLimitMiddleware.process_request`. So the retry that Scrapy's ``RetryMiddleware`` makes
+  of the 429/503 (``RETRY_HTTP_CODES``), and every other request for the host, goes out after the pause.
+* After ``DOCSCRAPER_MAX_CONSECUTIVE_429`` 429s in a row from one host (any other answer resets the
+  count) the crawl closes with reason ``rate_limited``: the run is then ``aborted``, and an aborted run
+  removes nothing (DESIGN rule 3). Requests still queued for the host are dropped, not sent.
+* robots.txt ``Crawl-delay`` (for ``ROBOTSTXT_USER_AGENT`` or ``USER_AGENT``, read with Protego from any
+  robots.txt response the downloader fetches, whoever asked for it) becomes a floor under the slot's
+  delay. :class:`docscraper.throttle.ConditionalAutoThrottle` calls :func:`enforce_delay_floor` so
+  AutoThrottle never lowers the delay below it. A robots.txt component that parses the file itself can
+  call :func:`apply_crawl_delay` instead.
+
+Waits are capped: ``DOCSCRAPER_RETRY_AFTER_MAX`` and ``DOCSCRAPER_CRAWL_DELAY_MAX``; a larger value is
+clamped and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from time import monotonic
+from typing import TYPE_CHECKING, NoReturn
+from urllib.parse import urlsplit
+
+from protego import Protego
+from scrapy import signals
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Request, Response, TextResponse
+from scrapy.utils.asyncio import CallLaterResult, call_later
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import Deferred
+
+from docscraper.config import DocscraperConfig
+
+if TYPE_CHECKING:
+    from scrapy.core.downloader import Downloader, Slot
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = [
+    "CLOSE_REASON",
+    "RateLimitMiddleware",
+    "apply_crawl_delay",
+    "enforce_delay_floor",
+    "parse_retry_after",
+    "ratelimit_for",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The close reason of a crawl stopped by repeated 429s.
+CLOSE_REASON = "rate_limited"
+
+#: Statuses whose ``Retry-After`` pauses the host (RFC 9110 section 10.2.3; RFC 6585 section 4).
+PAUSE_STATUSES = frozenset({429, 503})
+
+_DELAY_SECONDS = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
+# RFC 9309 lets a crawler stop reading robots.txt after 500 KiB.
+_ROBOTS_MAX_BYTES = 500 * 1024
+
+
+def parse_retry_after(value: str | bytes | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: delay-seconds, or an HTTP date compared with *now*
+    (default: the current time). A date in the past is 0. None when the value is missing or invalid
+    (negative numbers included). Not capped."""
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    text = text.strip()
+    if not text:
+        return None
+    if _DELAY_SECONDS.fullmatch(text):
+        seconds = float(text)
+        return seconds if math.isfinite(seconds) else None
+    if not text[:1].isalpha():  # "-5", "+3", "1e3": not a number RFC 9110 allows, and not a date
+        return None
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:  # "-0000": UTC, with no claim about the local zone
+        when = when.replace(tzinfo=UTC)
+    reference = now or datetime.now(UTC)
+    if reference.tzinfo is None:
+        reference = reference.replace(tzinfo=UTC)
+    return max(0.0, (when - reference).total_seconds())
+
+
+def _response_date(response: Response) -> datetime | None:
+    # Reading an HTTP-date Retry-After against the server's own clock makes it immune to clock skew.
+    value = response.headers.get(b"Date")
+    if not value:
+        return None
+    try:
+        date = parsedate_to_datetime(value.decode("latin-1"))
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return date if date.tzinfo is not None else date.replace(tzinfo=UTC)
+
+
+def _floor_slot(slot: Slot, floor: float) -> None:
+    if slot.delay < floor:
+        slot.delay = floor
+    # Jitter spreads each delay by +/- delay * jitter; narrow it so the low end stays at the floor.
+    max_jitter = max(0.0, 1.0 - floor / slot.delay) if slot.delay > 0 else 0.0
+    if slot.jitter > max_jitter:
+        slot.jitter = max_jitter
+
+
+@dataclass
+class _Host:
+    """What is known about one download slot."""
+
+    not_before: float = 0.0  # monotonic time before which nothing is sent
+    consecutive_429: int = 0
+    floor: float | None = None  # robots.txt Crawl-delay, capped
+    hold: CallLaterResult | None = None
+
+
+class RateLimitMiddleware:
+    """Downloader middleware: honour ``Retry-After`` and ``Crawl-delay``, stop on repeated 429s.
+
+    Settings: ``DOCSCRAPER_RATELIMIT_ENABLED`` (on; off raises ``NotConfigured``),
+    ``DOCSCRAPER_RETRY_AFTER_MAX`` (300 s; 0 ignores ``Retry-After``), ``DOCSCRAPER_MAX_CONSECUTIVE_429``
+    (3; 0 never stops the crawl), ``DOCSCRAPER_CRAWL_DELAY_MAX`` (60 s; 0 ignores ``Crawl-delay``, which
+    is also ignored when ``ROBOTSTXT_OBEY`` is off). Reads ``ROBOTSTXT_USER_AGENT`` / ``USER_AGENT``.
+
+    Meta: reads Scrapy's ``download_slot``; sets ``dont_retry`` on a 429/503 once the crawl is stopping.
+
+    Stats: ``docscraper/ratelimit/responses_429``, ``docscraper/ratelimit/retry_after_waits`` (pauses
+    begun; a ``Retry-After`` during a pause may lengthen it), ``docscraper/ratelimit/paused_seconds``,
+    ``docscraper/ratelimit/retry_after_capped``, ``docscraper/ratelimit/retry_after_invalid``,
+    ``docscraper/ratelimit/crawl_delay`` (largest delay applied, seconds),
+    ``docscraper/ratelimit/crawl_delay_capped``,
+    ``docscraper/ratelimit/consecutive_429_abort`` (1 when the crawl was stopped),
+    ``docscraper/ratelimit/requests_dropped`` (requests not sent because the crawl was stopping).
+
+    Must sit between ``RetryMiddleware`` (550) and the downloader, so it sees a 429 before it is
+    retried: the project registers it at 560.
+    """
+
+    def __init__(self, crawler: Crawler, stats: StatsCollector, *, retry_after_max: float,
+                 max_consecutive_429: int, crawl_delay_max: float, robots_user_agent: str | None) -> None:
+        self.crawler = crawler
+        self.stats = stats
+        self.retry_after_max = retry_after_max
+        self.max_consecutive_429 = max_consecutive_429
+        self.crawl_delay_max = crawl_delay_max
+        self.robots_user_agent = robots_user_agent
+        self.stopping = False
+        self._closed = False
+        self._hosts: dict[str, _Host] = {}
+        self._waiters: dict[Deferred[None], CallLaterResult] = {}
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RateLimitMiddleware:
+        config = DocscraperConfig.from_settings(crawler.settings)
+        if not config.ratelimit_enabled:
+            raise NotConfigured("DOCSCRAPER_RATELIMIT_ENABLED is off")
+        settings = crawler.settings
+        robots_ua = None
+        if settings.getbool("ROBOTSTXT_OBEY") and config.crawl_delay_max > 0:
+            robots_ua = str(settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT") or "*")
+        middleware = cls(crawler, crawler.stats, retry_after_max=config.retry_after_max,
+                         max_consecutive_429=config.max_consecutive_429,
+                         crawl_delay_max=config.crawl_delay_max, robots_user_agent=robots_ua)
+        crawler.signals.connect(middleware._response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(middleware._request_reached_downloader, signal=signals.request_reached_downloader)
+        crawler.signals.connect(middleware._spider_closed, signal=signals.spider_closed)
+        return middleware
+
+    # downloader middleware ---------------------------------------------------------------------------
+
+    async def process_request(self, request: Request) -> None:
+        key = self._downloader.get_slot_key(request)
+        while True:
+            if self.stopping or self._closed:
+                self._drop(request)
+            host = self._hosts.get(key)
+            wait = host.not_before - monotonic() if host is not None else 0.0
+            if wait <= 0:
+                return
+            await self._sleep(wait)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if self.stopping and response.status in PAUSE_STATUSES:
+            request.meta["dont_retry"] = True  # the crawl is closing: report the 429, do not ask again
+        return response
+
+    # public hooks -------------------------------------------------------------------------------------
+
+    def retry_after(self, response: Response) -> float | None:
+        """The pause a 429/503 asks for, capped at ``DOCSCRAPER_RETRY_AFTER_MAX``; None when none."""
+        if response.status not in PAUSE_STATUSES or self.retry_after_max <= 0:
+            return None
+        value = response.headers.get(b"Retry-After")
+        if value is None:
+            return None
+        seconds = parse_retry_after(value, now=_response_date(response))
+        if seconds is None:
+            self.stats.inc_value("docscraper/ratelimit/retry_after_invalid")
+            logger.warning("Ignoring an invalid Retry-After %r on %s (HTTP %d)", value, response.url, response.status)
+            return None
+        if seconds > self.retry_after_max:
+            self.stats.inc_value("docscraper/ratelimit/retry_after_capped")
+            logger.warning("%s asks to wait %.0f s (Retry-After); waiting DOCSCRAPER_RETRY_AFTER_MAX=%.0f s",
+                           response.url, seconds, self.retry_after_max)
+            seconds = self.retry_after_max
+        return seconds
+
+    def pause(self, key: str, seconds: float) -> None:
+        """Send nothing to slot *key* for *seconds* from now (a longer pause already set stays)."""
+        if seconds <= 0 or self.stopping:
+            return
+        host = self._host(key)
+        now = monotonic()
+        until = now + seconds
+        if until <= host.not_before:
+            return
+        if host.not_before <= now:  # a new pause, not a longer one
+            self.stats.inc_value("docscraper/ratelimit/retry_after_waits")
+        added = until - max(now, host.not_before)
+        paused = self.stats.get_value("docscraper/ratelimit/paused_seconds", 0.0)
+        self.stats.set_value("docscraper/ratelimit/paused_seconds", round(paused + added, 3))
+        host.not_before = until
+        self._hold(key)
+
+    def set_crawl_delay(self, key: str, seconds: float) -> None:
+        """Make slot *key* wait at least *seconds* between requests (robots.txt ``Crawl-delay``)."""
+        if self.crawl_delay_max <= 0 or not math.isfinite(seconds) or seconds <= 0:
+            return
+        if seconds > self.crawl_delay_max:
+            self.stats.inc_value("docscraper/ratelimit/crawl_delay_capped")
+            logger.warning("robots.txt of %s sets Crawl-delay %.0f s; using DOCSCRAPER_CRAWL_DELAY_MAX=%.0f s",
+                           key, seconds, self.crawl_delay_max)
+            seconds = self.crawl_delay_max
+        host = self._host(key)
+        if host.floor != seconds:
+            logger.info("Honouring robots.txt Crawl-delay of %s: %g s between requests", key, seconds)
+        host.floor = seconds
+        self.stats.max_value("docscraper/ratelimit/crawl_delay", seconds)
+        slot = self._downloader.slots.get(key)
+        if slot is not None:
+            _floor_slot(slot, seconds)
+
+    def crawl_delay(self, key: str) -> float | None:
+        host = self._hosts.get(key)
+        return host.floor if host is not None else None
+
+    def enforce_floor(self, key: str, slot: Slot) -> None:
+        floor = self.crawl_delay(key)
+        if floor is not None:
+            _floor_slot(slot, floor)
+
+    # signals -----------------------------------------------------------------------------------------
+
+    def _response_downloaded(self, response: Response, request: Request) -> None:
+        # Runs before the downloader hands this slot its next queued request, so a pause holds that one.
+        key = self._downloader.get_slot_key(request)
+        if self.robots_user_agent is not None and response.status == 200 and _is_robots_txt(request):
+            self._read_crawl_delay(key, response)
+        host = self._host(key)
+        if response.status != 429:
+            host.consecutive_429 = 0
+        else:
+            self.stats.inc_value("docscraper/ratelimit/responses_429")
+            host.consecutive_429 += 1
+            if self.max_consecutive_429 and host.consecutive_429 >= self.max_consecutive_429:
+                self._stop(key, host.consecutive_429)
+                return
+        seconds = self.retry_after(response)
+        if seconds:
+            logger.info("%s answered %d with Retry-After: pausing every request to %s for %.1f s",
+                        response.url, response.status, key, seconds)
+            self.pause(key, seconds)
+
+    def _request_reached_downloader(self, request: Request) -> None:
+        # A slot is made (or remade, after Scrapy collects idle slots) with the default delay.
+        key = request.meta.get("download_slot")
+        if key is None:
+            return
+        slot = self._downloader.slots.get(key)
+        if slot is not None:
+            self.enforce_floor(key, slot)
+
+    def _spider_closed(self) -> None:
+        self._closed = True
+        for host in self._hosts.values():
+            if host.hold is not None:
+                host.hold.cancel()
+                host.hold = None
+        self._wake_all()
+
+    # internals ---------------------------------------------------------------------------------------
+
+    @property
+    def _downloader(self) -> Downloader:
+        return self.crawler.engine.downloader
+
+    def _host(self, key: str) -> _Host:
+        host = self._hosts.get(key)
+        if host is None:
+            host = self._hosts[key] = _Host()
+        return host
+
+    def _read_crawl_delay(self, key: str, response: Response) -> None:
+        assert self.robots_user_agent is not None
+        body = response.body[:_ROBOTS_MAX_BYTES]
+        encoding = response.encoding if isinstance(response, TextResponse) else "utf-8"
+        try:
+            delay = Protego.parse(body.decode(encoding, "replace")).crawl_delay(self.robots_user_agent)
+        except Exception as exc:  # a robots.txt Protego cannot read has no Crawl-delay we could honour
+            logger.debug("Cannot read Crawl-delay from %s: %s", response.url, exc)
+            return
+        if delay is not None:
+            self.set_crawl_delay(key, float(delay))
+
+    def _hold(self, key: str) -> None:
+        """Hold the slot's queue until the host's not-before time, as a download delay holds it."""
+        host = self._host(key)
+        slot = self._downloader.slots.get(key)
+        if slot is None:  # nothing queued; process_request holds what comes
+            return
+        wait = host.not_before - monotonic()
+        if wait <= 0:
+            return
+        if host.hold is not None:
+            host.hold.cancel()
+        if slot.latercall is not None and slot.latercall is not host.hold:
+            # The downloader's own delay call; the queue is processed again (delay included) on release.
+            slot.latercall.cancel()
+        host.hold = slot.latercall = call_later(wait, self._release, key, slot)
+
+    def _release(self, key: str, slot: Slot) -> None:
+        host = self._host(key)
+        if slot.latercall is host.hold:
+            slot.latercall = None
+        host.hold = None
+        if host.not_before - monotonic() > 0:  # extended meanwhile
+            self._hold(key)
+            return
+        downloader = self._downloader
+        if downloader.slots.get(key) is slot and slot.latercall is None:
+            downloader._process_queue(slot)  # what Scrapy's own delay call does when it fires
+
+    def _stop(self, key: str, count: int) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        self.stats.set_value("docscraper/ratelimit/consecutive_429_abort", 1)
+        logger.error(
+            "Stopping the crawl: %d consecutive 429 Too Many Requests from %s (DOCSCRAPER_MAX_CONSECUTIVE_429=%d). "
+            "The run is aborted; nothing stored is removed. Try again later, or slower.",
+            count, key, self.max_consecutive_429,
+        )
+        self._wake_all()  # waiting requests see self.stopping and are dropped
+        for slot in list(self._downloader.slots.values()):
+            if slot.latercall is not None:
+                slot.latercall.cancel()
+                slot.latercall = None
+            while slot.queue:
+                _request, queued = slot.queue.popleft()
+                self.stats.inc_value("docscraper/ratelimit/requests_dropped")
+                queued.errback(IgnoreRequest(f"not sent: the crawl stopped after {count} consecutive 429s from {key}"))
+        for host in self._hosts.values():
+            host.hold = None
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
+
+    def _drop(self, request: Request) -> NoReturn:
+        self.stats.inc_value("docscraper/ratelimit/requests_dropped")
+        why = "the crawl is stopping (rate limited)" if self.stopping else "the spider closed"
+        raise IgnoreRequest(f"not sent: {why}")
+
+    async def _sleep(self, seconds: float) -> None:
+        waiter: Deferred[None] = Deferred()
+        self._waiters[waiter] = call_later(seconds, self._wake, waiter)
+        try:
+            await maybe_deferred_to_future(waiter)
+        finally:
+            self._waiters.pop(waiter, None)
+
+    def _wake(self, waiter: Deferred[None]) -> None:
+        if not waiter.called:
+            waiter.callback(None)
+
+    def _wake_all(self) -> None:
+        for waiter, call in list(self._waiters.items()):
+            call.cancel()
+            self._wake(waiter)
+        self._waiters.clear()
+
+
+def _is_robots_txt(request: Request) -> bool:
+    first = (request.meta.get("redirect_urls") or [request.url])[0]  # robots.txt may redirect anywhere
+    return urlsplit(first).path == "/robots.txt"
+
+
+def ratelimit_for(crawler: Crawler) -> RateLimitMiddleware | None:
+    """The crawler's :class:`RateLimitMiddleware`, or None when it is not enabled (or not built yet)."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # not set before the crawl starts
+        return None
+    if engine is None:  # a crawler made by hand, in tests
+        return None
+    for middleware in engine.downloader.middleware.middlewares:
+        if isinstance(middleware, RateLimitMiddleware):
+            return middleware
+    return None
+
+
+def apply_crawl_delay(crawler: Crawler, url_or_key: str, seconds: float) -> None:
+    """Honour a robots.txt ``Crawl-delay`` of *seconds* for the host of *url_or_key* (a URL such as the
+    robots.txt URL, or a download slot key). Capped at ``DOCSCRAPER_CRAWL_DELAY_MAX``; a no-op when the
+    rate-limit middleware is off. For a robots.txt component that parses the file itself; robots.txt
+    responses that pass through the downloader are read without it."""
+    limiter = ratelimit_for(crawler)
+    if limiter is None:
+        return
+    key = url_or_key
+    if "://" in url_or_key:
+        key = limiter._downloader.get_slot_key(Request(url_or_key))
+    limiter.set_crawl_delay(key, seconds)
+
+
+def enforce_delay_floor(crawler: Crawler, key: str, slot: Slot) -> None:
+    """Raise *slot*'s delay to the Crawl-delay of *key*, if one is known (for AutoThrottle)."""
+    limiter = ratelimit_for(crawler)
+    if limiter is not None:
+        limiter.enforce_floor(key, slot)

@@ -1,0 +1,269 @@
+"""JavaScript rendering: page requests rendered in Chromium through scrapy-playwright.
+
+Asked for per run (``-a render=js``) or per source (the source's stored scope carries ``"render":
+"js"``); ``-a render=none`` turns it off for one run. Only page requests are rendered: the spider adds
+:func:`render_meta` (``playwright: True``) in ``_page_request`` for http(s) pages that are not Markdown
+or text files. robots.txt, sitemaps and llms.txt stay plain HTTP, and so do all requests of a run that
+renders nothing.
+
+:class:`RenderingDownloadHandler` is the project's ``http``/``https`` download handler. A request
+without ``meta["playwright"]`` goes to Scrapy's HTTP/1.1 handler, unchanged. The first rendered request
+of a crawl creates scrapy-playwright's handler (which starts the Playwright driver) and then Chromium,
+both once per crawl: a run that renders nothing never imports Playwright nor starts a browser.
+
+Chromium is Debian's (``apt-get install -y chromium``), found at ``DOCSCRAPER_CHROMIUM_PATH``
+(``/usr/bin/chromium``); nothing downloads a browser (``playwright install`` is never needed). It is
+launched headless with :data:`CHROMIUM_ARGS`, which keep it from opening background connections (a
+closed network otherwise makes it hang), in a fresh temporary profile that Playwright removes when the
+browser closes; pages open in one non-persistent context. ``PLAYWRIGHT_LAUNCH_OPTIONS`` keys win over
+these, but an ``executable_path`` other than ``DOCSCRAPER_CHROMIUM_PATH`` is an error, as is a
+``PLAYWRIGHT_BROWSER_TYPE`` other than chromium or a reactor other than asyncio's.
+
+Inside Chromium, images, media and fonts are not fetched, and every other request the page makes
+(scripts, XHR, redirect hops) is judged by the SSRF guard's rules (:mod:`docscraper.ssrf`; names are
+resolved first): a page cannot make the browser read the crawler's own network. Chromium resolves names
+itself afterwards, so DNS rebinding between the two lookups is not covered for rendered pages.
+
+A rendered page is requested without validators (no ``If-None-Match``) and its item carries none: the
+HTML shell's ETag says nothing about what its scripts build from other requests. Change detection
+compares the rendered Markdown, so an unchanged page is still neither chunked nor embedded again.
+The page's URL is the one requested (or the last HTTP redirect's); a URL changed by the page's own
+scripts (``history.pushState``, a ``location`` redirect) is not followed. ``DOWNLOAD_MAXSIZE`` does not
+apply to rendered pages; ``PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT`` bounds their load.
+
+Settings: ``DOCSCRAPER_CHROMIUM_PATH``, ``DOCSCRAPER_RENDER_IDLE_TIMEOUT`` (see
+:class:`~docscraper.config.DocscraperConfig`); scrapy-playwright's ``PLAYWRIGHT_*`` settings, parsed
+once by its handler (``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``: tabs at once; ``PLAYWRIGHT_ABORT_REQUEST``
+runs after the rules above). Meta: ``playwright``, ``playwright_page_methods`` and
+``docscraper_render`` (set by the spider). Stats: ``docscraper/rendered_pages``,
+``docscraper/render/skipped/<resource type>``, ``docscraper/render/refused`` (subrequests refused by
+the SSRF rules), and scrapy-playwright's ``playwright/...``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.settings import BaseSettings
+from scrapy.utils.misc import build_from_crawler
+from scrapy_playwright.page import PageMethod
+from twisted.python.failure import Failure
+
+from docscraper.config import ConfigError, DocscraperConfig
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request, Response
+
+__all__ = [
+    "ASYNCIO_REACTOR",
+    "CHROMIUM_ARGS",
+    "BrowserConfig",
+    "RenderError",
+    "RenderingDownloadHandler",
+    "chromium_problem",
+    "render_failure_reason",
+    "render_meta",
+    "render_problem",
+    "renders_url",
+]
+
+logger = logging.getLogger(__name__)
+
+ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+
+#: Chromium's command line: headless, no sandbox (containers), and no background connections, which a
+#: closed network would leave hanging.
+CHROMIUM_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+_INSTALL_HINT = (
+    "install it with `apt-get install -y chromium` or point DOCSCRAPER_CHROMIUM_PATH at a Chromium "
+    "binary (docscraper never downloads a browser)"
+)
+
+
+class RenderError(RuntimeError):
+    """Rendering was asked for but cannot work (no Chromium, a contradictory setting); one line."""
+
+
+def chromium_problem(path: str) -> str | None:
+    """Why the Chromium binary at *path* cannot be launched, or None."""
+    if not os.path.isfile(path):
+        return f"Chromium not found at {path} (DOCSCRAPER_CHROMIUM_PATH); {_INSTALL_HINT}"
+    if not os.access(path, os.X_OK):
+        return f"Chromium at {path} (DOCSCRAPER_CHROMIUM_PATH) is not executable; {_INSTALL_HINT}"
+    return None
+
+
+@dataclass(frozen=True)
+class BrowserConfig:
+    """How Chromium is launched: :data:`CHROMIUM_ARGS` and ``DOCSCRAPER_CHROMIUM_PATH``, overridden key by
+    key by ``PLAYWRIGHT_LAUNCH_OPTIONS``. ``remote`` is true when scrapy-playwright connects to a browser
+    elsewhere (``PLAYWRIGHT_CDP_URL``/``PLAYWRIGHT_CONNECT_URL``): no local binary is needed then."""
+
+    chromium_path: str
+    launch_options: Mapping[str, Any] = field(default_factory=dict)
+    remote: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, config: DocscraperConfig | None = None) -> BrowserConfig:
+        config = config or DocscraperConfig.from_settings(settings)
+        browser_type = str(settings.get("PLAYWRIGHT_BROWSER_TYPE") or "chromium")
+        if browser_type != "chromium":
+            raise ConfigError(f"PLAYWRIGHT_BROWSER_TYPE={browser_type!r}: docscraper renders with Chromium only")
+        reactor = settings.get("TWISTED_REACTOR")
+        if not settings.getbool("TWISTED_REACTOR_ENABLED", True) or (reactor and reactor != ASYNCIO_REACTOR):
+            raise ConfigError(f"rendering needs TWISTED_REACTOR={ASYNCIO_REACTOR} (scrapy-playwright)")
+        user = dict(settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or {})
+        user_path = user.get("executable_path")
+        if user_path and str(user_path) != config.chromium_path:
+            raise ConfigError(
+                f"PLAYWRIGHT_LAUNCH_OPTIONS executable_path {user_path!r} contradicts "
+                f"DOCSCRAPER_CHROMIUM_PATH {config.chromium_path!r}; set DOCSCRAPER_CHROMIUM_PATH only"
+            )
+        options: dict[str, Any] = {
+            "executable_path": config.chromium_path,
+            "headless": True,
+            "args": list(CHROMIUM_ARGS),
+        }
+        options.update(user)
+        remote = bool(settings.get("PLAYWRIGHT_CDP_URL") or settings.get("PLAYWRIGHT_CONNECT_URL"))
+        return cls(chromium_path=str(options["executable_path"]), launch_options=options, remote=remote)
+
+
+def render_problem(settings: BaseSettings, config: DocscraperConfig | None = None) -> str | None:
+    """Why a crawl that renders cannot start (a setting, a missing Chromium), or None."""
+    try:
+        browser = BrowserConfig.from_settings(settings, config)
+    except ConfigError as exc:
+        return str(exc)
+    return None if browser.remote else chromium_problem(browser.chromium_path)
+
+
+#: Files whose text needs no browser (Markdown twins, plain text, data): fetched as they are.
+_PLAIN_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".xml", ".json")
+
+
+def renders_url(url: str) -> bool:
+    """Whether a page request for *url* is rendered when its run renders: http(s) pages, not text files."""
+    parts = urlsplit(url)
+    return parts.scheme.lower() in ("http", "https") and not parts.path.lower().endswith(_PLAIN_SUFFIXES)
+
+
+async def _settle(page: Any, timeout: float) -> None:
+    """Give the page's scripts up to *timeout* seconds after ``load`` to finish their requests."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeoutError
+
+    if timeout <= 0:
+        return
+    with contextlib.suppress(PlaywrightTimeoutError):
+        await page.wait_for_load_state("networkidle", timeout=timeout * 1000)
+
+
+def render_meta(config: DocscraperConfig) -> dict[str, Any]:
+    """The meta keys that make a page request rendered."""
+    return {
+        "playwright": True,
+        "playwright_page_methods": [PageMethod(_settle, config.render_idle_timeout)],
+        "docscraper_render": "js",
+    }
+
+
+def render_failure_reason(failure: Failure) -> str | None:
+    """``timeout`` or ``network`` for a failed render (a Playwright error), None for other failures."""
+    error = failure.value
+    module = type(error).__module__ or ""
+    if not module.startswith("playwright"):
+        return None
+    if type(error).__name__ == "TimeoutError":
+        return "timeout"
+    return "network" if "net::ERR_" in str(error) else "error"
+
+
+class _Browser:
+    """The crawl's one scrapy-playwright handler, created on first use, shared by the http and https
+    handlers."""
+
+    def __init__(self) -> None:
+        self.handler: Any = None
+        self.lock = asyncio.Lock()
+        self.closed = False
+
+    async def get(self, crawler: Crawler) -> Any:
+        async with self.lock:
+            if self.closed:
+                raise RenderError("the browser is closed")
+            if self.handler is None:
+                problem = render_problem(crawler.settings)
+                if problem:
+                    raise RenderError(problem)
+                from docscraper._chromium import ChromiumDownloadHandler  # imports Playwright
+
+                handler = ChromiumDownloadHandler(crawler)
+                await handler.start()
+                self.handler = handler
+            return self.handler
+
+    async def close(self) -> None:
+        async with self.lock:
+            self.closed = True
+            handler, self.handler = self.handler, None
+        if handler is not None:
+            await handler.close()
+
+
+_BROWSERS: weakref.WeakKeyDictionary[Crawler, _Browser] = weakref.WeakKeyDictionary()
+
+
+class RenderingDownloadHandler:
+    """The ``http``/``https`` download handler: Scrapy's HTTP/1.1 handler for plain requests, Chromium
+    (through scrapy-playwright, started on the first one) for requests with ``meta["playwright"]``."""
+
+    lazy = False
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self._http = build_from_crawler(HTTP11DownloadHandler, crawler)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RenderingDownloadHandler:
+        return cls(crawler)
+
+    def _browser(self) -> _Browser:
+        browser = _BROWSERS.get(self.crawler)
+        if browser is None:
+            browser = _BROWSERS[self.crawler] = _Browser()
+        return browser
+
+    async def download_request(self, request: Request) -> Response:
+        if request.meta.get("playwright"):
+            handler = await self._browser().get(self.crawler)
+            response: Response = await handler.download_request(request)
+            return response
+        return await self._http.download_request(request)
+
+    async def close(self) -> None:
+        try:
+            await self._http.close()
+        finally:
+            browser = _BROWSERS.get(self.crawler)
+            if browser is not None:
+                await browser.close()

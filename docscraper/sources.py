@@ -1,0 +1,651 @@
+"""Registered sources: add one (after probing its site), list, show, remove, and mark pages for reindexing.
+
+The Python API behind ``scrapy sources``, ``scrapy reindex`` and ``scrapy recrawl``; other front ends
+(an MCP server) call the same functions. Every function takes a :class:`~docscraper.config.DocscraperConfig`
+(its state database and Chroma location), opens what it needs, and closes it before returning. Errors a
+user can act on raise :class:`SourceError`, whose text is one sentence meant for them;
+:class:`SourceArgumentError` (a subclass) is bad input: a name, a URL, a glob or a number.
+
+A source is a name, a seed URL (stored normalized: one source per URL) and a scope (``prefix``,
+``allow``, ``block``, ``max_depth``, ``max_pages``; ``seed``, the URL as given; ``llms_txt`` and
+``render`` when registered with them). ``scrapy crawl docs -a source=NAME`` and ``scrapy recrawl NAME`` crawl with that
+scope; ``-a`` scope arguments override it for one run and are never stored.
+
+Adoption: ``scrapy crawl docs -a source=URL`` creates a source on its own (``registered`` false, a name
+derived from the URL). :func:`add_source` with that URL adopts it instead of refusing: the source is
+renamed to the name given (its chunks in Chroma are relabelled first, then the state row; its reports
+folder ``runs/<old>`` moves to ``runs/<new>``), marked registered, and its scope replaced by the one
+given. Its pages, their hashes and their vectors are kept, so the next crawl is incremental; pages outside
+a narrower registered scope are then orphans of that scope and are removed by the next clean crawl (within
+``DOCSCRAPER_MAX_DELETE_RATIO``).
+
+Stored state is touched in the order of DESIGN rule 1: Chroma first (chunks relabelled or deleted), the
+state database last, so an interruption leaves the state behind the index and repeating the command
+finishes the job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import logging
+import re
+import shutil
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+from protego import Protego
+from wcmatch import glob
+
+from docscraper import USER_AGENT
+from docscraper.config import ConfigError, DocscraperConfig, parse_globs, render_mode
+from docscraper.discovery import llms_candidates, parse_llms_txt, parse_sitemap, sitemaps_from_robots
+from docscraper.scope import Scope
+from docscraper.state import (
+    PageRecord,
+    RunRecord,
+    SourceRecord,
+    SourceSummary,
+    SqlStateStore,
+    StateError,
+    StateStore,
+    database_exists,
+    utcnow,
+)
+from docscraper.status import run_state
+from docscraper.urls import normalize_url
+from docscraper.vectors import ChromaIndex, IndexError_
+
+__all__ = [
+    "ProbeResult",
+    "SourceArgumentError",
+    "SourceError",
+    "SourceInfo",
+    "add_source",
+    "get_source_info",
+    "list_sources",
+    "probe_site",
+    "remove_source",
+    "request_reindex",
+    "validate_name",
+]
+
+logger = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_GLOB_FLAGS = glob.GLOBSTAR | glob.DOTGLOB
+# What one probe reads at most: a body, and sitemap files (indexes included).
+_MAX_BODY = 20 * 1024 * 1024
+_MAX_SITEMAP_FILES = 50
+_MAX_SITEMAP_DEPTH = 3
+
+
+class SourceError(Exception):
+    """A source operation cannot be done; ``str(exc)`` says why, for the user. ``exit_code`` is what a
+    command exits with: 1 (state, network, conflicts)."""
+
+    exit_code = 1
+
+
+class SourceArgumentError(SourceError):
+    """Bad input (a name, URL, glob or number): exit status 2."""
+
+    exit_code = 2
+
+
+# -- results -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """What a one-shot look at a site found.
+
+    ``status`` is the HTTP status of the URL itself (None: unreachable); ``llms_txt``/``llms_full_txt``
+    the URLs where they were found; ``sitemaps`` the sitemap files read (indexes included) and
+    ``sitemap_urls`` the distinct page URLs they list (``sitemap_urls_in_prefix`` of them under the
+    URL's folder); ``robots`` what robots.txt said (``url``,
+    ``status``, ``outcome`` as RFC 9309 reads it: ``parsed``, ``unavailable`` or ``unreachable``, the
+    ``disallow``/``allow`` rules of the group that applies to docscraper, ``sitemaps``, ``crawl_delay``,
+    ``seed_allowed``); ``problems`` what a crawl would trip over; ``llms_links`` the links in llms.txt.
+    """
+
+    url: str
+    status: int | None
+    llms_txt: str | None
+    llms_full_txt: str | None
+    sitemaps: list[str]
+    sitemap_urls: int
+    robots: dict[str, Any]
+    problems: list[str]
+    llms_links: int = 0
+    sitemap_urls_in_prefix: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """A source as users see it: ``pages`` (active) and ``chunks`` as the state recorded them, and its
+    latest run (``run_id``, ``started_at``, ``finished_at``, ``result``, ``close_reason``, ``report_path``,
+    ``stats``), None when it was never crawled."""
+
+    name: str
+    url: str
+    scope: dict[str, Any]
+    registered: bool
+    pages: int
+    chunks: int
+    last_run: dict[str, Any] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# -- validation --------------------------------------------------------------------------------------
+
+
+def validate_name(name: str) -> str:
+    """*name*, when it is a valid source name; :class:`SourceArgumentError` saying why not."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise SourceArgumentError(
+            f"invalid source name {name!r}: 1 to 64 lowercase letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def _check_url(url: str, what: str = "URL") -> str:
+    text = str(url or "").strip()
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - validates the port
+    except ValueError:
+        raise SourceArgumentError(f"{what} {text!r} is not a valid URL") from None
+    if parts.scheme.lower() not in ("http", "https", "file"):
+        raise SourceArgumentError(f"{what} {text!r}: give an http(s) URL (https://docs.example.com/)")
+    if parts.scheme.lower() != "file" and not parts.hostname:
+        raise SourceArgumentError(f"{what} {text!r} has no host")
+    return text
+
+
+def _whole(name: str, value: int | None, *, low: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value).strip())
+        except ValueError:
+            raise SourceArgumentError(f"{name} must be a whole number, got {value!r}") from None
+    if value < low:
+        raise SourceArgumentError(f"{name} must be {low} or more, got {value}")
+    return value
+
+
+def _scope(url: str, allow: Sequence[str], block: Sequence[str], max_depth: int | None,
+           max_pages: int | None, llms_txt: str | None, render: str | None) -> dict[str, Any]:
+    try:
+        # Comma-separated, as in `-a allow=...`; --allow may also be given several times.
+        allow_t = parse_globs("allow", [p for item in allow for p in item.split(",")])
+        block_t = parse_globs("block", [p for item in block for p in item.split(",")])
+        render = render_mode("render", render)
+    except ConfigError as exc:
+        raise SourceArgumentError(str(exc)) from None
+    scope: dict[str, Any] = Scope.for_source(
+        url, allow=allow_t, block=block_t, max_depth=_whole("max_depth", max_depth, low=0),
+        max_pages=_whole("max_pages", max_pages, low=1),
+    ).as_dict()
+    scope["seed"] = url
+    if llms_txt:
+        scope["llms_txt"] = _check_url(llms_txt, "llms_txt")
+    if render:
+        scope["render"] = render
+    return scope
+
+
+# -- resources ---------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _open_store(config: DocscraperConfig, *, create: bool) -> Iterator[StateStore | None]:
+    """The state store; None when *create* is false and the SQLite file is not there (no sources)."""
+    if not create and not database_exists(config.state_url):
+        yield None
+        return
+    try:
+        store = SqlStateStore(config.state_url)
+    except StateError as exc:
+        raise SourceError(str(exc)) from exc
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _open_index(config: DocscraperConfig) -> ChromaIndex | None:
+    """The vector index when there is one to touch (a server, or an existing directory), else None."""
+    if config.chroma_url is None and not config.chroma_path.exists():
+        return None
+    try:
+        return ChromaIndex(path=config.chroma_path, url=config.chroma_url, collection=config.chroma_collection,
+                           telemetry=config.chroma_telemetry)
+    except IndexError_ as exc:
+        raise SourceError(str(exc)) from exc
+
+
+def _source(store: StateStore | None, name: str) -> SourceRecord:
+    source = store.get_source(name) if store is not None else None
+    if source is None:
+        raise SourceError(f"unknown source {name!r}; see scrapy sources list")
+    return source
+
+
+def _refuse_if_running(store: StateStore, config: DocscraperConfig, source: SourceRecord, doing: str) -> None:
+    """A crawl still writing to the source would fail half-way, or write under the old name: refuse.
+    Running means what ``scrapy status`` says (:func:`docscraper.status.run_state`: a fresh heartbeat)."""
+    now, host = utcnow(), socket.gethostname()
+    running = [r.run.run_id for r in store.run_states(source.id)
+               if run_state(r, now=now, interval=config.progress_interval, host=host) == "running"]
+    if running:
+        raise SourceError(f"cannot {doing} source {source.name!r}: a crawl of it is running (run {running[0]}); "
+                          "wait for it to finish")
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def _run_dict(run: RunRecord | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {
+        "run_id": run.run_id,
+        "started_at": _iso(run.started_at),
+        "finished_at": _iso(run.finished_at),
+        "result": run.result,
+        "close_reason": run.close_reason,
+        "report_path": run.report_path,
+        "stats": run.summary,
+    }
+
+
+def _info(summary: SourceSummary) -> SourceInfo:
+    s = summary.source
+    return SourceInfo(s.name, s.url, dict(s.scope), s.registered, summary.pages, summary.chunks,
+                      _run_dict(summary.last_run))
+
+
+# -- probing -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    url: str
+    status: int | None
+    body: bytes = b""
+    content_type: str = ""
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    @property
+    def is_text_file(self) -> bool:
+        """A plain-text answer, not an HTML page served for any path (as the spider judges it)."""
+        head = self.body[:256].lstrip().lower()
+        return "html" not in self.content_type.lower() and not head.startswith((b"<!doctype", b"<html"))
+
+
+class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects only to the hosts the user named: a probe is not steered elsewhere."""
+
+    def __init__(self, hosts: set[str]) -> None:
+        self.hosts = hosts
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        if (urlsplit(newurl).hostname or "").lower() not in self.hosts:
+            return None  # urllib then raises HTTPError with the 3xx status
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+class _Prober:
+    def __init__(self, hosts: set[str], timeout: float, user_agent: str) -> None:
+        self.opener = urllib.request.build_opener(_SameHostRedirects(hosts))
+        self.timeout = timeout
+        self.user_agent = user_agent
+
+    def fetch(self, url: str) -> _Fetched:
+        request = urllib.request.Request(url, headers={"User-Agent": self.user_agent, "Accept": "*/*"})
+        try:
+            with self.opener.open(request, timeout=self.timeout) as response:
+                body = response.read(_MAX_BODY)
+                status = getattr(response, "status", None) or 200  # file:// answers have none
+                return _Fetched(response.geturl(), int(status), body, response.headers.get("Content-Type", ""))
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            where = exc.headers.get("Location") if 300 <= exc.code < 400 and exc.headers else None
+            detail = f"HTTP {exc.code}" + (f", redirects to {where} (another host; not followed)" if where else "")
+            return _Fetched(url, exc.code, error=detail)
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            text = f"{reason.__class__.__name__}: {reason}" if isinstance(reason, BaseException) else str(reason)
+            return _Fetched(url, None, error=text)
+
+
+def _robots_groups(text: str) -> list[tuple[set[str], list[tuple[str, str]]]]:
+    """The groups of a robots.txt: (user agents, [(allow|disallow, path)...])."""
+    groups: list[tuple[set[str], list[tuple[str, str]]]] = []
+    agents: set[str] = set()
+    rules: list[tuple[str, str]] = []
+    in_rules = False
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if ":" not in line:
+            continue
+        key, value = (part.strip() for part in line.split(":", 1))
+        key = key.lower()
+        if key == "user-agent":
+            if in_rules:
+                groups.append((agents, rules))
+                agents, rules, in_rules = set(), [], False
+            agents.add(value.lower())
+        elif key in ("allow", "disallow"):
+            in_rules = True
+            if agents and value:
+                rules.append((key, value))
+    if agents:
+        groups.append((agents, rules))
+    return groups
+
+
+def _robots(prober: _Prober, url: str, user_agent: str) -> tuple[dict[str, Any], str]:
+    """What the host's robots.txt says to docscraper, and its text (for its ``Sitemap:`` lines)."""
+    robots_url = urljoin(url, "/robots.txt")
+    fetched = prober.fetch(robots_url)
+    info: dict[str, Any] = {"url": robots_url, "status": fetched.status, "outcome": "", "disallow": [],
+                            "allow": [], "sitemaps": [], "crawl_delay": None, "seed_allowed": True}
+    # RFC 9309 2.3.1: 2xx rules apply; 4xx no rules; 5xx, network errors (and 429) disallow everything
+    if fetched.status is None or fetched.status >= 500 or fetched.status == 429:
+        info.update(outcome="unreachable", seed_allowed=False, detail=fetched.error)
+        return info, ""
+    if not fetched.ok:
+        info.update(outcome="unavailable", detail=fetched.error)
+        return info, ""
+    text = fetched.text
+    agent = user_agent.lower()
+    groups = _robots_groups(text)
+    own = [rules for agents, rules in groups if any(a != "*" and a in agent for a in agents)]
+    chosen = own or [rules for agents, rules in groups if "*" in agents]
+    merged = [rule for rules in chosen for rule in rules]
+    parser = Protego.parse(text)
+    info.update(
+        outcome="parsed",
+        disallow=[path for kind, path in merged if kind == "disallow"],
+        allow=[path for kind, path in merged if kind == "allow"],
+        sitemaps=sitemaps_from_robots(text, url),
+        crawl_delay=parser.crawl_delay(user_agent),
+        seed_allowed=bool(parser.can_fetch(url, user_agent)),
+    )
+    return info, text
+
+
+def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
+               user_agent: str | None = None) -> ProbeResult:
+    """Look at a documentation site once, over plain HTTP: the URL itself, robots.txt, llms.txt and
+    llms-full.txt (at the URL's folder, then the host root, or *llms_txt*), and the sitemaps (robots.txt
+    ``Sitemap:`` lines, ``sitemap.xml`` at the folder and the root; indexes followed). Redirects are
+    followed only on the URL's host (and *llms_txt*'s). Never raises for what the site answers: an
+    unreachable URL has ``status`` None and says why in ``problems``."""
+    url = _check_url(url)
+    agent = user_agent or USER_AGENT
+    hosts = {(urlsplit(url).hostname or "").lower()}
+    if llms_txt:
+        hosts.add((urlsplit(_check_url(llms_txt, "llms_txt")).hostname or "").lower())
+    prober = _Prober(hosts, timeout, agent)
+    problems: list[str] = []
+    seed = prober.fetch(url)
+    if seed.status is None:
+        return ProbeResult(url, None, None, None, [], 0, {}, [f"cannot reach {url}: {seed.error}"])
+    if not seed.ok:
+        problems.append(f"{url} answered {seed.error or f'HTTP {seed.status}'}")
+    http = urlsplit(url).scheme.lower() in ("http", "https")
+    robots: dict[str, Any] = {}
+    robots_text = ""
+    if http:
+        robots, robots_text = _robots(prober, url, agent)
+        if robots["outcome"] == "unreachable":
+            problems.append(f"robots.txt is unreachable ({robots.get('detail')}): a crawl fetches nothing from "
+                            "this host (RFC 9309)")
+        elif not robots["seed_allowed"]:
+            problems.append(f"robots.txt disallows {url} for docscraper")
+
+    found: dict[str, _Fetched] = {}
+    candidates = llms_candidates(url)
+    if llms_txt:
+        candidates = [("llms", llms_txt), *[(kind, u) for kind, u in candidates if kind == "llms-full"]]
+    for kind, candidate in candidates:
+        if kind in found:
+            continue
+        fetched = prober.fetch(candidate)
+        if fetched.ok and fetched.is_text_file:
+            found[kind] = fetched
+    if llms_txt and "llms" not in found:
+        problems.append(f"no llms.txt at {llms_txt}")
+    llms_links = len(parse_llms_txt(found["llms"].text, found["llms"].url)) if "llms" in found else 0
+
+    sitemaps: list[str] = []
+    page_urls: set[str] = set()
+    prefix_scope = Scope.for_source(url)
+    if http:
+        prefix = prefix_scope.prefix
+        queue = [(u, 0) for u in sitemaps_from_robots(robots_text, url)]
+        for fallback in (urljoin(prefix, "sitemap.xml"), urljoin(url, "/sitemap.xml")):
+            if fallback not in (u for u, _ in queue):
+                queue.append((fallback, 0))
+        seen: set[str] = set()
+        host = urlsplit(url).netloc
+        while queue:
+            sitemap_url, level = queue.pop(0)
+            if sitemap_url in seen:
+                continue
+            seen.add(sitemap_url)
+            if urlsplit(sitemap_url).netloc != host:
+                problems.append(f"sitemap {sitemap_url} is on another host; a crawl ignores it")
+                continue
+            if len(sitemaps) >= _MAX_SITEMAP_FILES:
+                problems.append(f"more than {_MAX_SITEMAP_FILES} sitemap files; the probe read the first ones")
+                break
+            fetched = prober.fetch(sitemap_url)
+            if not fetched.ok:
+                continue
+            doc = parse_sitemap(fetched.body, fetched.url)
+            if doc.kind == "invalid":
+                problems.append(f"sitemap {sitemap_url}: {doc.problem}")
+                continue
+            sitemaps.append(sitemap_url)
+            if doc.problem:
+                problems.append(f"sitemap {sitemap_url}: {doc.problem}")
+            if doc.kind == "sitemapindex":
+                if level + 1 > _MAX_SITEMAP_DEPTH:
+                    problems.append(f"sitemap {sitemap_url}: nested deeper than {_MAX_SITEMAP_DEPTH}")
+                    continue
+                queue.extend((entry.url, level + 1) for entry in doc.entries if entry.url not in seen)
+            else:
+                page_urls.update(entry.url for entry in doc.entries)
+    return ProbeResult(
+        url=url,
+        status=seed.status,
+        llms_txt=found["llms"].url if "llms" in found else None,
+        llms_full_txt=found["llms-full"].url if "llms-full" in found else None,
+        sitemaps=sitemaps,
+        sitemap_urls=len(page_urls),
+        robots=robots,
+        problems=problems,
+        llms_links=llms_links,
+        sitemap_urls_in_prefix=sum(1 for u in page_urls if prefix_scope.relative_path(u) is not None),
+    )
+
+
+# -- the registry ------------------------------------------------------------------------------------
+
+
+def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence[str] = (),
+               block: Sequence[str] = (), max_depth: int | None = None, max_pages: int | None = None,
+               llms_txt: str | None = None, probe: bool = True, timeout: float = 10.0,
+               user_agent: str | None = None, render: str | None = None) -> tuple[SourceInfo, ProbeResult | None]:
+    """Register a source called *name* for *url* with its scope, after probing the site (unless *probe*
+    is false). *render* (``js`` or ``none``) is stored for :mod:`docscraper.rendering`. A name in use, a URL registered under another name, or a site that cannot be reached (or
+    answers 4xx/5xx) is a :class:`SourceError` and nothing is stored. A source that a crawl of *url*
+    created on its own is adopted (module docstring)."""
+    validate_name(name)
+    url = _check_url(url)
+    scope = _scope(url, allow, block, max_depth, max_pages, llms_txt, render)
+    normalized = normalize_url(url)
+    # Conflicts are found before the network is asked, and asked again before anything is written.
+    with _open_store(config, create=False) as store:
+        if store is not None:
+            _check_conflicts(store, name, normalized)
+    result = probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent) if probe else None
+    if result is not None and (result.status is None or not 200 <= result.status < 400):
+        raise SourceError(f"source {name!r} not added: {result.problems[0]}")
+    with _open_store(config, create=True) as store:
+        assert store is not None
+        implicit = _check_conflicts(store, name, normalized)
+        if implicit is None:
+            record = store.ensure_source(name, normalized, scope, registered=True)
+            if record.url != normalized or not record.registered:  # lost a race for the name
+                raise SourceError(f"source {name!r} exists already ({record.url})")
+        else:
+            _refuse_if_running(store, config, implicit, "adopt")
+            if implicit.name != name:
+                index = _open_index(config)
+                if index is not None:
+                    try:
+                        moved = index.rename_source(implicit.name, name)
+                    except Exception as exc:
+                        raise SourceError(f"cannot relabel the chunks of {implicit.name!r} in {index.location}: "
+                                          f"{exc.__class__.__name__}: {exc}") from exc
+                    finally:
+                        index.close()
+                    logger.info("Relabelled %d chunks of %s as %s", moved, implicit.name, name)
+            store.update_source(implicit.id, name=name, scope=scope, registered=True)
+            old_reports, new_reports = config.runs_dir / implicit.name, config.runs_dir / name
+            if implicit.name != name and old_reports.is_dir() and not new_reports.exists():
+                old_reports.rename(new_reports)
+            logger.info("Adopted source %s (%s) as %s", implicit.name, normalized, name)
+        summary = store.list_sources(name)
+    return _info(summary[0]), result
+
+
+def _check_conflicts(store: StateStore, name: str, normalized_url: str) -> SourceRecord | None:
+    """Raise when *name* is taken or the URL is registered; the unregistered source of the URL, if any."""
+    by_url = store.find_source_by_url(normalized_url)
+    existing = store.get_source(name)
+    if existing is not None and not (by_url is not None and by_url.id == existing.id and not existing.registered):
+        how = "registered" if existing.registered else "created by a crawl of its URL"
+        raise SourceError(f"source {name!r} exists already ({existing.url}, {how}); choose another name, or "
+                          f"remove it first: scrapy sources remove {name} --yes")
+    if by_url is not None and by_url.registered:
+        raise SourceError(f"{normalized_url} is registered already, as source {by_url.name!r}")
+    return by_url
+
+
+def list_sources(config: DocscraperConfig) -> list[SourceInfo]:
+    """Every source, registered or created by a crawl of its URL, by name."""
+    with _open_store(config, create=False) as store:
+        return [_info(summary) for summary in store.list_sources()] if store is not None else []
+
+
+def get_source_info(config: DocscraperConfig, name: str) -> SourceInfo:
+    """The source called *name*; :class:`SourceError` when there is none."""
+    validate_name(name)
+    with _open_store(config, create=False) as store:
+        summaries = store.list_sources(name) if store is not None else []
+    if not summaries:
+        raise SourceError(f"unknown source {name!r}; see scrapy sources list")
+    return _info(summaries[0])
+
+
+def remove_source(config: DocscraperConfig, name: str) -> dict[str, int]:
+    """Delete a source: its chunks from the vector index, then its pages, runs and row from the state
+    database, then its reports folder. Returns the counts (``pages``, ``chunks``, ``runs``)."""
+    validate_name(name)
+    with _open_store(config, create=False) as store:
+        source = _source(store, name)
+        assert store is not None
+        _refuse_if_running(store, config, source, "remove")
+        chunks = 0
+        index = _open_index(config)
+        if index is not None:
+            try:
+                chunks = index.delete_source(name)
+            except Exception as exc:
+                raise SourceError(f"source {name!r} not removed: its chunks could not be deleted from "
+                                  f"{index.location}: {exc.__class__.__name__}: {exc}") from exc
+            finally:
+                index.close()
+        counts = store.delete_source(source.id)
+    reports = config.runs_dir / name
+    if reports.is_dir():
+        shutil.rmtree(reports, ignore_errors=True)
+    logger.info("Removed source %s: %d pages, %d chunks, %d runs", name, counts["pages"], chunks, counts["runs"])
+    return {"pages": counts["pages"], "chunks": chunks, "runs": counts["runs"]}
+
+
+def _matches(page: PageRecord, pattern: str) -> bool:
+    """Whether *pattern* (a URL, an absolute path, or a path relative to the scope prefix; each may be a
+    glob as in :mod:`docscraper.scope`) names the stored page."""
+    url = page.url
+    parts = urlsplit(url)
+    if "://" in pattern:
+        with contextlib.suppress(ValueError):
+            if normalize_url(pattern) == normalize_url(url):
+                return True
+        wanted = urlsplit(pattern)
+        if (wanted.scheme.lower(), wanted.netloc.lower()) != (parts.scheme.lower(), parts.netloc.lower()):
+            return False
+        pattern = wanted.path or "/"
+    candidates: list[str] = []
+    if pattern.startswith("/"):
+        candidates.append(parts.path or "/")
+    elif page.rel_path is not None:
+        candidates += [page.rel_path, page.rel_path.split("?", 1)[0]]
+    if any(c == pattern for c in candidates):
+        return True
+    folders = [c + "/" for c in candidates if c and not c.endswith("/")]
+    return any(glob.globmatch(c, pattern, flags=_GLOB_FLAGS) for c in candidates + folders if c)
+
+
+def request_reindex(config: DocscraperConfig, name: str, pattern: str) -> list[str]:
+    """Mark the source's active pages that *pattern* names (a URL, ``/absolute/path``, a path relative to
+    the scope prefix; globs allowed) so that the next crawl re-processes them whatever their hash or
+    validators and embeds them afresh. Returns the URLs marked; :class:`SourceError` when none match."""
+    validate_name(name)
+    pattern = str(pattern or "").strip()
+    if not pattern:
+        raise SourceArgumentError("give a page URL or a glob (guide/**, /docs/faq.html, https://...)")
+    with _open_store(config, create=False) as store:
+        source = _source(store, name)
+        assert store is not None
+        pages = [page for page in store.load_pages(source.id).values() if page.status == "active"]
+        matched = [page for page in pages if _matches(page, pattern)]
+        if not matched:
+            prefix = source.scope.get("prefix") or Scope.for_source(source.url).prefix
+            raise SourceError(
+                f"no stored page of source {name!r} matches {pattern!r}; nothing was marked ({len(pages)} pages "
+                f"stored; give a URL, a path relative to {prefix} such as 'guide/**', or an absolute path)"
+            )
+        store.mark_reindex(source.id, [page.page_id for page in matched])
+    return sorted(page.url for page in matched)

@@ -1,0 +1,227 @@
+"""Crawl status from any process: what runs now, what died, how each source's last crawl ended.
+
+A running crawl writes its progress and a heartbeat to the state database every
+``DOCSCRAPER_PROGRESS_INTERVAL`` seconds (:mod:`docscraper.progress`). :func:`crawl_status` only reads
+that database, so it sees crawls in another terminal, under Scrapyd, or on another machine sharing a
+PostgreSQL state database alike. ``scrapy status [NAME] [--json]`` prints it.
+
+A run without ``finished_at`` is ``running`` while its heartbeat is fresh. It is ``died`` when its last
+heartbeat is older than max(3 × its progress interval, 30 s), or at once when it ran on this host and its
+process is gone. A died run that a later finished run of the same source supersedes is history and is
+not listed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from docscraper.config import DocscraperConfig
+from docscraper.progress import format_duration
+from docscraper.state import RunState, SqlStateStore, schema_revision, utcnow
+
+__all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "stale_after"]
+
+logger = logging.getLogger(__name__)
+
+#: A heartbeat younger than this never makes a run dead, however short the progress interval.
+MIN_STALE_SECONDS = 30.0
+
+State = Literal["running", "finished", "died"]
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """One crawl run as ``scrapy status`` reports it.
+
+    ``state`` is ``running``, ``finished`` or ``died``; ``progress`` the run's last progress snapshot (see
+    the README's "Watching a crawl"), empty for runs recorded before progress existed; ``result``,
+    ``close_reason`` and ``report_path`` are set once the run finished.
+    """
+
+    source: str
+    run_id: str
+    state: State
+    started_at: datetime
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+    elapsed_s: float
+    progress: dict[str, Any] = field(default_factory=dict)
+    result: str | None = None
+    close_reason: str | None = None
+    report_path: str | None = None
+    host: str | None = None
+    pid: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: times in ISO 8601 (UTC, ``Z``)."""
+        return {
+            "source": self.source,
+            "run_id": self.run_id,
+            "state": self.state,
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at),
+            "heartbeat_at": _iso(self.heartbeat_at),
+            "elapsed_s": self.elapsed_s,
+            "progress": self.progress,
+            "result": self.result,
+            "close_reason": self.close_reason,
+            "report_path": self.report_path,
+            "host": self.host,
+            "pid": self.pid,
+        }
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process *pid* runs on this machine (a zombie does not). True where it cannot be told."""
+    if pid <= 0:
+        return False
+    if os.name != "posix":  # os.kill(pid, 0) is not a probe on Windows
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: it exists
+        return True
+    except OSError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    fields = stat.rpartition(")")[2].split()
+    return not fields or fields[0] != "Z"
+
+
+def stale_after(interval: float) -> float:
+    """Seconds without a heartbeat after which a run of progress *interval* is dead."""
+    return max(3 * interval, MIN_STALE_SECONDS)
+
+
+def run_state(run: RunState, *, now: datetime, interval: float, host: str | None = None) -> State:
+    """``finished``, ``running`` or ``died``: see the module's docstring. *interval* is the progress
+    interval to assume when the run did not record its own; *host* is this machine's name."""
+    if run.run.finished_at is not None:
+        return "finished"
+    if host is not None and run.host == host and run.pid is not None and not pid_alive(run.pid):
+        return "died"
+    recorded = (run.progress or {}).get("interval_s")
+    if isinstance(recorded, (int, float)) and recorded > 0:
+        interval = float(recorded)
+    last = run.heartbeat_at or run.run.started_at
+    if (now - last).total_seconds() > stale_after(interval):
+        return "died"
+    return "running"
+
+
+def _status(run: RunState, state: State, now: datetime) -> RunStatus:
+    record = run.run
+    if state == "finished":
+        end = record.finished_at or now
+    elif state == "running":
+        end = now
+    else:
+        end = run.heartbeat_at or record.started_at
+    return RunStatus(
+        source=run.source,
+        run_id=record.run_id,
+        state=state,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+        heartbeat_at=run.heartbeat_at,
+        elapsed_s=round(max(0.0, (end - record.started_at).total_seconds()), 3),
+        progress=dict(run.progress or {}),
+        result=record.result,
+        close_reason=record.close_reason,
+        report_path=record.report_path,
+        host=run.host,
+        pid=run.pid,
+    )
+
+
+def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunStatus]:
+    """Running and died runs, and the last finished run of each source (of source *name* only, when
+    given), oldest first. Raises :class:`LookupError` for an unknown source name."""
+    # Never migrate a database a first crawl is creating: until it has a schema, nothing ran.
+    if schema_revision(config.state_url) is None:
+        if name is not None:
+            raise LookupError(f"unknown source {name!r}: nothing has been crawled yet (no state database)")
+        return []
+    store = SqlStateStore(config.state_url)
+    try:
+        source_id = None
+        if name is not None:
+            source = store.get_source(name)
+            if source is None:
+                known = ", ".join(s.source.name for s in store.list_sources()) or "none yet"
+                raise LookupError(f"unknown source {name!r} (known sources: {known})")
+            source_id = source.id
+        runs = store.run_states(source_id)
+    finally:
+        store.close()
+    now = utcnow()
+    host = socket.gethostname()
+    last_finished: dict[str, datetime] = {}
+    for run in runs:
+        if run.run.finished_at is not None:
+            last_finished[run.source] = max(run.run.started_at, last_finished.get(run.source, run.run.started_at))
+    statuses = []
+    for run in runs:
+        state = run_state(run, now=now, interval=config.progress_interval, host=host)
+        if state == "died" and run.run.started_at < last_finished.get(run.source, run.run.started_at):
+            continue
+        statuses.append(_status(run, state, now))
+    return statuses
+
+
+def _when(value: datetime | None) -> str:
+    return "-" if value is None else f"{value:%Y-%m-%d %H:%M:%S}Z"
+
+
+def describe(status: RunStatus, *, recent: int = 3) -> list[str]:
+    """Human lines for one run: a headline, its counts, and (unless finished) its latest failures."""
+    head = [status.source, status.state.upper(), f"run {status.run_id}", f"started {_when(status.started_at)}",
+            format_duration(status.elapsed_s)]
+    if status.state == "finished":
+        head.append(f"result {status.result or '-'} (close reason {status.close_reason or '-'})")
+    elif status.state == "died":
+        head.append(f"no heartbeat since {_when(status.heartbeat_at)} (host {status.host or '?'}, pid {status.pid})")
+    else:
+        head.append(f"host {status.host or '?'}, pid {status.pid}")
+    lines = ["  ".join(head)]
+    progress = status.progress
+    pages = progress.get("pages") or {}
+    if pages:
+        done = f"pages {pages.get('done', 0)} done"
+        if status.state != "finished":
+            done += f" of {pages.get('known', 0)} known, {pages.get('queued', 0)} queued"
+        detail = ", ".join(f"{pages.get(k, 0)} {k}" for k in ("new", "changed", "unchanged"))
+        if pages.get("removed"):
+            detail += f", {pages['removed']} removed"
+        rate = progress.get("rate") or {}
+        lines.append(
+            f"    {done} ({detail}); {pages.get('failed', 0)} failed, {pages.get('skipped', 0)} skipped; "
+            f"{progress.get('chunks_written', 0)} chunks written, {progress.get('embeddings_computed', 0)} "
+            f"embeddings; {rate.get('overall', 0):.1f} pages/s"
+            + (f" ({rate.get('recent', 0):.1f} recently)" if status.state == "running" else "")
+        )
+    else:
+        lines.append("    no progress recorded")
+    if status.state != "finished":
+        failures = list((progress.get("failed") or {}).get("recent") or [])[-recent:]
+        for failure in reversed(failures):
+            detail = f": {failure['detail']}" if failure.get("detail") else ""
+            lines.append(f"    failed {failure.get('url')} ({failure.get('reason')}{detail})")
+    if status.report_path:
+        lines.append(f"    report {status.report_path}")
+    return lines

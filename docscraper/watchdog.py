@@ -1,0 +1,113 @@
+"""The stuck-crawl watchdog: a crawl that stops making progress closes itself with reason ``stalled``.
+
+Scrapy's ``CLOSESPIDER_TIMEOUT_NO_ITEM`` watches items only, and an unchanged recrawl produces none;
+this one counts any sign of life: a response received, an item scraped, dropped (unchanged) or failed,
+a page finished or refused in the run's ledger.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import deferred_from_coro
+
+from docscraper.config import DocscraperConfig
+from docscraper.progress import format_duration, queued_requests
+from docscraper.run import run_for
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.utils.asyncio import AsyncioLoopingCall
+    from twisted.internet.task import LoopingCall
+
+__all__ = ["STALLED", "Watchdog"]
+
+logger = logging.getLogger(__name__)
+
+#: The close reason of a crawl the watchdog stopped.
+STALLED = "stalled"
+
+
+class Watchdog:
+    """Closes the spider with reason ``stalled`` after ``DOCSCRAPER_WATCHDOG_SECONDS`` without progress.
+
+    Settings: ``DOCSCRAPER_WATCHDOG_SECONDS`` (900; 0 turns the watchdog off: :class:`NotConfigured`).
+    Progress is any response received, item scraped, dropped or failed, or a new outcome in the run's
+    ledger. A stalled run is an ``aborted`` run: what it stored stays, and it removes nothing (DESIGN
+    rule 3). Requests already in flight still finish (or time out) before the spider closes.
+
+    Stats: ``docscraper/watchdog/stalled`` (1 when the watchdog closed the crawl).
+    """
+
+    def __init__(self, crawler: Crawler, timeout: float) -> None:
+        self.crawler = crawler
+        self.timeout = timeout
+        self.check_every = max(0.05, min(timeout / 4, 15.0))
+        self.last_progress = time.monotonic()
+        self.fired = False
+        self._marker: tuple[int, ...] = ()
+        self._loop: AsyncioLoopingCall | LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Watchdog:
+        config = DocscraperConfig.from_settings(crawler.settings)
+        if not config.watchdog_seconds:
+            raise NotConfigured("DOCSCRAPER_WATCHDOG_SECONDS is 0")
+        watchdog = cls(crawler, config.watchdog_seconds)
+        download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        if download_timeout > config.watchdog_seconds:
+            logger.warning(
+                "DOCSCRAPER_WATCHDOG_SECONDS (%s) is shorter than DOWNLOAD_TIMEOUT (%s): one slow page may "
+                "close the crawl as stalled", config.watchdog_seconds, download_timeout,
+            )
+        for signal in (signals.response_received, signals.item_scraped, signals.item_dropped, signals.item_error):
+            crawler.signals.connect(watchdog.progressed, signal=signal)
+        crawler.signals.connect(watchdog.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(watchdog.spider_closed, signal=signals.spider_closed)
+        return watchdog
+
+    def progressed(self) -> None:
+        self.last_progress = time.monotonic()
+
+    def spider_opened(self) -> None:
+        self.last_progress = time.monotonic()
+        self._loop = create_looping_call(self.check)
+        self._loop.start(self.check_every, now=False)
+
+    def spider_closed(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+
+    def check(self) -> None:
+        now = time.monotonic()
+        run = run_for(self.crawler)
+        if run is not None:
+            tally = run.ledger.tally
+            marker = (len(run.ledger.items), tally["success"], tally["failed"])
+            if marker != self._marker:
+                self._marker = marker
+                self.last_progress = now
+        idle = now - self.last_progress
+        if self.fired or idle < self.timeout:
+            return
+        engine = self.crawler.engine
+        # A spider already closing (its last pages going through slow pipelines) is not stalled.
+        if engine is None or engine.spider is None or getattr(getattr(engine, "_slot", None), "closing", None):
+            return
+        self.fired = True
+        queued, in_flight = queued_requests(self.crawler)
+        logger.error(
+            "No progress for %s (no response received, no item processed, no page finished; "
+            "DOCSCRAPER_WATCHDOG_SECONDS=%s, %d request(s) in flight, %d queued): closing the crawl with "
+            "reason %r; stored pages are kept and nothing is removed",
+            format_duration(idle), f"{self.timeout:g}", in_flight, queued, STALLED,
+        )
+        if self.crawler.stats is not None:
+            self.crawler.stats.set_value("docscraper/watchdog/stalled", 1)
+        deferred_from_coro(engine.close_spider_async(reason=STALLED))

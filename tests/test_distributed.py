@@ -1,0 +1,241 @@
+"""Several workers crawling one source together (settings.distributed, docscraper.distributed).
+
+Each test starts its own redis-server (tests/redisserver.py) and runs the workers as
+``SCRAPY_SETTINGS_MODULE=settings.distributed python -m scrapy crawl docs -a run=<id>`` subprocesses on
+one data directory (one SQLite state database in WAL mode), as on one machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+import redis
+
+from docscraper.report import load_schema, summarize
+from tests.conftest import ROOT, Crawl
+from tests.mockserver import DocsServer, copy_site
+from tests.redisserver import RedisServer, redis_server
+from tests.services import ChromaServer, chroma_server
+
+pytestmark = [pytest.mark.services, pytest.mark.crawl]
+
+__all__ = ["chroma_server", "redis_server"]  # the fixtures, imported for the tests below
+
+# pages served slowly (the same bytes as on disk), so that every worker gets a share of the queue
+SLOW_PAGES = [
+    "/docs/guide/index.html", "/docs/guide/delivery.html", "/docs/guide/routing.html", "/docs/guide/filters.html",
+    "/docs/guide/security.html", "/docs/guide/monitoring.html", "/docs/guide/transforms.html",
+    "/docs/guide/deployment.html", "/docs/guide/troubleshooting.html", "/docs/reference/index.html",
+    "/docs/reference/api/server.html", "/docs/reference/api/client.html", "/docs/reference/api/errors.html",
+    "/docs/reference/cli.html", "/docs/glossary.html", "/docs/changelog.html", "/docs/faq.html",
+]
+
+
+def slow_down(root: Path, delay: float) -> list[str]:
+    """Serve the fixture's pages of SLOW_PAGES that exist after *delay* seconds, unchanged."""
+    routes = json.loads((root / "_routes.json").read_text())
+    slowed = []
+    for path in SLOW_PAGES:
+        page = root / path.lstrip("/")
+        if page.is_file():
+            routes[path] = {"status": 200, "delay": delay, "body": page.read_text(encoding="utf-8")}
+            slowed.append(path)
+    (root / "_routes.json").write_text(json.dumps(routes))
+    assert len(slowed) >= 6, slowed
+    return slowed
+
+
+def start_workers(count: int, source: str, run: str, data_dir: Path, redis_url: str, logs: Path, *,
+                  index: bool = False, **env_extra: str) -> list[subprocess.Popen[str]]:
+    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", PYTHONWARNINGS="",
+               SCRAPY_SETTINGS_MODULE="settings.distributed", DOCSCRAPER_REDIS_URL=redis_url, **env_extra)
+    # at most 4 requests per worker, so that one worker cannot take the whole (small) queue at once
+    command = [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={source}", "-a", f"run={run}",
+               "-s", f"DOCSCRAPER_INDEX_ENABLED={int(index)}", "-s", "CONCURRENT_REQUESTS=4"]
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = []
+    for i in range(count):
+        with (logs / f"worker-{i}.log").open("w") as log:
+            procs.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log, text=True))
+    return procs
+
+
+def wait(procs: list[subprocess.Popen[str]], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                if p.poll() is None:
+                    os.kill(p.pid, signal.SIGKILL)
+                    p.wait()
+            raise
+
+
+def run_reports(data_dir: Path) -> list[Path]:
+    return sorted(p for p in data_dir.glob("runs/*/*.json") if p.name != "crawl-metadata.json")
+
+
+def pages(data_dir: Path) -> list[tuple[str, str]]:
+    db = sqlite3.connect(data_dir / "state.db")
+    rows = db.execute("SELECT rel_path, status FROM pages").fetchall()
+    db.close()
+    return [(row[0], row[1]) for row in rows]
+
+
+def page_gets(site: DocsServer) -> Counter[str]:
+    """GETs of pages (discovery files and robots.txt are fetched per worker)."""
+    return Counter(path.split("?")[0] for method, path, _ in site.requests
+                   if method == "GET" and re.search(r"\.(html|md)$|/$", path.split("?")[0]))
+
+
+def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, redis_server: RedisServer,
+                                                          crawl: Crawl, tmp_path: Path) -> None:
+    # the same site, crawled by one process, is the reference
+    with DocsServer(copy_site(tmp_path / "reference-site")).start() as reference_site:
+        single = crawl(f"{reference_site.base_url}/docs/")
+        reference_gets = page_gets(reference_site)
+    slow_down(site.root, 0.3)
+    data_dir = tmp_path / "distributed"
+    workers = start_workers(2, f"{site.base_url}/docs/", "run-two", data_dir, redis_server.url, tmp_path / "logs")
+    wait(workers)
+    logs = [p.read_text() for p in sorted((tmp_path / "logs").glob("*.log"))]
+    for proc, log in zip(workers, logs, strict=True):
+        assert proc.returncode == 0, log[-5000:]
+        assert "Traceback" not in log, log[-5000:]
+    # both took requests from the shared queue
+    dequeued = [int(m.group(1)) for log in logs for m in re.finditer(r"'scheduler/dequeued/redis': (\d+)", log)]
+    assert len(dequeued) == 2 and min(dequeued) > 0, dequeued
+
+    # one report, for the shared run id, as a single process would have written it
+    (path,) = run_reports(data_dir)
+    assert path.name == "run-two.json"
+    report = json.loads(path.read_text())
+    jsonschema.validate(report, load_schema())
+    assert report["runId"] == "run-two"
+    assert report["stats"] == summarize(report["items"])
+    reference = single.report
+    assert report["stats"] == reference["stats"]
+    assert report["result"] == reference["result"] == "partial"  # the fixture's 404, 410 and 500
+    assert report["closeReason"] == "finished"
+    assert report["removal"]["performed"] is True
+    assert len(report["discovery"]["distributed"]["workers"]) == 2
+    assert report["discovery"]["distributed"]["problems"] == []
+
+    def normalized(items: dict, base: str) -> dict:
+        return {key.replace(base, "BASE"): (e["status"], e["statusReason"]) for key, e in items.items()}
+
+    assert normalized(report["items"], site.base_url) == normalized(reference["items"], reference_site.base_url)
+
+    # every page fetched once across the workers (the 500 is retried twice, by design), as by one process
+    gets = page_gets(site)
+    assert gets == reference_gets
+    assert gets.pop("/docs/flaky.html") == 3
+    assert max(gets.values()) == 1, gets.most_common(3)
+
+    # every page in the shared state database once
+    stored = pages(data_dir)
+    paths = [rel for rel, _ in stored]
+    assert len(paths) == len(set(paths))
+    assert sorted(stored) == sorted(pages(single.data_dir))
+    db = sqlite3.connect(data_dir / "state.db")
+    runs = db.execute("SELECT run_id, finished_at, result FROM runs").fetchall()
+    db.close()
+    assert len(runs) == 2 and all(r[0].startswith("run-two-") and r[1] is not None for r in runs), runs
+
+
+def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: RedisServer, crawl: Crawl,
+                                                tmp_path: Path) -> None:
+    first = crawl(f"{site.base_url}/docs/")
+    stored_before = dict(pages(first.data_dir))
+    assert sum(1 for status in stored_before.values() if status == "active") == 34
+    site.reset_requests()
+    slow_down(site.root, 0.5)
+    run = "run-kill"
+    workers = start_workers(2, f"{site.base_url}/docs/", run, first.data_dir, redis_server.url, tmp_path / "logs",
+                            DOCSCRAPER_DISTRIBUTED_TTL="2")
+    victim: subprocess.Popen[str] | None = None
+    deadline = time.monotonic() + 60
+    with redis.Redis.from_url(redis_server.url) as client:
+        while victim is None and time.monotonic() < deadline:
+            if client.exists(f"docscraper:{run}:discovery_done"):
+                for proc in workers:
+                    keys = client.keys(f"docscraper:{run}:inflight:*-{proc.pid}-*")
+                    if keys and client.hlen(keys[0]) >= 2:
+                        victim = proc
+                        break
+            time.sleep(0.05)
+    assert victim is not None, "no worker held requests in flight"
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    survivors = [p for p in workers if p is not victim]
+    wait(survivors)
+    logs = {p.pid: (tmp_path / "logs" / f"worker-{workers.index(p)}.log").read_text() for p in workers}
+    (survivor,) = survivors
+    assert survivor.returncode == 0, logs[survivor.pid][-5000:]
+    assert "Traceback" not in logs[survivor.pid], logs[survivor.pid][-5000:]
+    assert "went back to the queue" in logs[survivor.pid]
+
+    # one report for the run, partial: a worker died, so nothing was removed
+    reports = [p for p in run_reports(first.data_dir) if p.name == f"{run}.json"]
+    assert len(reports) == 1
+    report = json.loads(reports[0].read_text())
+    jsonschema.validate(report, load_schema())
+    assert report["result"] == "partial"
+    assert "stopped without closing" in report["resultReason"]
+    assert report["removal"]["performed"] is False
+    assert report["stats"]["success.removed"] == 0
+    # nothing deleted that still exists, and no page lost: every stored page was processed this run
+    assert {k for k, v in pages(first.data_dir) if v == "active"} == {
+        k for k, v in stored_before.items() if v == "active"}
+    done = {key for key, e in report["items"].items() if e["status"] == "success"}
+    assert {k for k, v in stored_before.items() if v == "active"} <= done
+    assert report["stats"]["success.unchanged"] == 34
+
+
+def test_a_shared_run_id_needs_the_distributed_profile(site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{site.base_url}/docs/", "run=abc", check=False)
+    assert result.returncode == 2
+    assert "error: docs spider: -a run= names a shared run" in result.stderr
+
+
+def test_two_workers_index_into_one_chroma_server(site: DocsServer, redis_server: RedisServer,
+                                                  chroma_server: ChromaServer, tmp_path: Path) -> None:
+    from docscraper.vectors import ChromaIndex
+
+    slow_down(site.root, 0.2)
+    data_dir = tmp_path / "distributed"
+    workers = start_workers(2, f"{site.base_url}/docs/", "run-index", data_dir, redis_server.url,
+                            tmp_path / "logs", index=True, DOCSCRAPER_CHROMA_URL=chroma_server.url)
+    wait(workers, timeout=300)
+    for i, proc in enumerate(workers):
+        log = (tmp_path / "logs" / f"worker-{i}.log").read_text()
+        assert proc.returncode == 0, log[-5000:]
+        assert "Traceback" not in log, log[-5000:]
+    (path,) = run_reports(data_dir)
+    report = json.loads(path.read_text())
+    assert report["stats"]["success.new"] == 34
+    index = ChromaIndex(url=chroma_server.url)
+    try:
+        got = index.collection.get(include=["metadatas"])
+    finally:
+        index.close()
+    chunk_pages = Counter(str((meta or {})["page_id"]) for meta in got["metadatas"] or [])
+    db = sqlite3.connect(data_dir / "state.db")
+    counts = dict(db.execute("SELECT page_id, chunk_count FROM pages WHERE status = 'active'").fetchall())
+    db.close()
+    # both workers wrote to the one server; every stored page's chunks are there once, nothing else
+    assert {pid: n for pid, n in counts.items() if n} == dict(chunk_pages)
+    assert report["counters"]["chunks_added"] == len(got["ids"]) == sum(counts.values())
