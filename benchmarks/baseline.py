@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from bs4 import BeautifulSoup
@@ -120,6 +121,21 @@ class BaselineIndex:
 
     def __len__(self) -> int:
         return len(self.texts)
+
+    def save(self, path: Path) -> None:
+        """Write the chunks and their vectors to *path* (one ``.npz``), so an evaluation can reuse them."""
+        np.savez(path, matrix=self.matrix, urls=np.array(self.urls, dtype=object),
+                 texts=np.array(self.texts, dtype=object))
+
+    @classmethod
+    def load(cls, path: Path, encode: Encode | None = None) -> BaselineIndex:
+        """An index written by :meth:`save`; *encode* embeds the questions."""
+        index = cls(encode or load_encoder())
+        with np.load(path, allow_pickle=True) as data:
+            index.matrix = data["matrix"]
+            index.urls = [str(u) for u in data["urls"]]
+            index.texts = [str(t) for t in data["texts"]]
+        return index
 
     def search(self, question: str, k: int = 5) -> list[BaselineHit]:
         """The *k* best pages for *question*, each with its best chunk."""

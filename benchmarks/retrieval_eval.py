@@ -281,10 +281,20 @@ def main(argv: list[str] | None = None) -> int:
             base = server.base_url
             paths = [urlsplit(u).path for u in urls]
             embedder = SentenceTransformerEmbedder(device=args.device)
-            started = time.perf_counter()
-            pages = [(base + p, fetch(base + p)) for p in paths]
-            baseline = BaselineIndex.build(pages, encode=embedder.embed)
-            baseline_s = time.perf_counter() - started
+            # A kept data folder keeps the baseline's vectors too, so --reuse re-asks without re-embedding.
+            saved = data_dir / "baseline.npz"
+            baseline_s = None
+            if args.reuse is not None and saved.is_file():
+                baseline = BaselineIndex.load(saved, encode=embedder.embed)
+                # its URLs name the port of the run that built it: rebase them on this server
+                baseline.urls = [base + urlsplit(u).path for u in baseline.urls]
+            else:
+                started = time.perf_counter()
+                pages = [(base + p, fetch(base + p)) for p in paths]
+                baseline = BaselineIndex.build(pages, encode=embedder.embed)
+                baseline_s = time.perf_counter() - started
+                if args.keep is not None or args.reuse is not None:
+                    baseline.save(saved)
 
         index = ChromaIndex(path=data_dir / "chroma")
         searcher = Searcher(DocscraperConfig(data_dir=data_dir, state_url="sqlite://"), embedder=embedder,
@@ -298,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         index.close()
 
     print(f"pages indexed: {len(paths)}; docscraper chunks: {chunks}; baseline chunks: {len(baseline)}")
-    if crawl_s is not None:
+    if crawl_s is not None and baseline_s is not None:
         print(f"docscraper crawl (fetch, extract, chunk, embed, store): {crawl_s:.0f} s; "
               f"baseline (fetch, get_text, split, embed): {baseline_s:.0f} s")
     if missing:
