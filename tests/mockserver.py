@@ -19,7 +19,9 @@ from a root folder and adds the few dynamic behaviours a real documentation host
   Hostile bodies: ``"body_encoding": "cp1252"`` sends the body text in that Python codec instead of
   UTF-8 (bytes that disagree with the declared charset); ``"repeat": N`` sends the body N times over;
   ``"gzip": true`` sends it gzip-compressed with ``Content-Encoding: gzip``, compressed as a stream, so a
-  large ``repeat`` makes a decompression bomb of a few kilobytes without holding it in memory.
+  large ``repeat`` makes a decompression bomb of a few kilobytes without holding it in memory;
+  ``"no_length": true`` sends no ``Content-Length`` (the body ends when the connection closes), so a
+  client learns how big it is only while reading it.
 * ``_routes.json``, dot files and anything outside the root are never served.
 
 Every request is recorded in :attr:`DocsServer.requests` so tests can assert what was (not) fetched, and
@@ -176,6 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
         head: bool,
         content_type: str = "text/html; charset=utf-8",
         headers: dict[str, str] | None = None,
+        length: bool = True,
     ) -> None:
         self.send_response(status)
         extra = dict(headers or {})
@@ -183,7 +186,7 @@ class _Handler(BaseHTTPRequestHandler):
         if status != HTTPStatus.NOT_MODIFIED:
             if "content-type" not in lowered:
                 self.send_header("Content-Type", content_type)
-            if "content-length" not in lowered:
+            if length and "content-length" not in lowered:
                 self.send_header("Content-Length", str(len(body)))
         for name, value in extra.items():
             self.send_header(name, value)
@@ -274,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers["Content-Encoding"] = "gzip"
         elif repeat > 1:
             body *= repeat
-        self._send(status, body, head=head, headers=headers)
+        self._send(status, body, head=head, headers=headers, length=not route.get("no_length"))
 
     def _serve_bytes(self, data: bytes, content_type: str, mtime: float, *, head: bool) -> None:
         etag = '"' + hashlib.sha256(data).hexdigest()[:32] + '"'

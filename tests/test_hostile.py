@@ -213,6 +213,25 @@ def test_decompression_bomb_is_refused_as_over_the_size_cap(tmp_path: Path, serv
     assert "after.html" in result.keys("success")
 
 
+def test_body_without_length_that_grows_past_the_cap_is_skipped_not_failed(tmp_path: Path, serve: Any,
+                                                                          crawl: Crawl) -> None:
+    # No Content-Length: Scrapy cancels the download mid-body, with an error that has no message.
+    root = make_site(tmp_path / "site", {"big.html": "An ordinary page for now.", "after.html": "Linked on."})
+    (root / "docs" / "big.html").write_text(html("big", "An ordinary page.", links=("after.html",)))
+    server = serve(root)
+    settings = {"DOWNLOAD_MAXSIZE": "1000000", "DOWNLOAD_WARNSIZE": "500000"}
+    crawl(f"{server.base_url}/docs/", settings=settings)
+    set_routes(root, {"/docs/big.html": {"body": "<p>" + "0" * 1021, "repeat": 4 * 1024, "no_length": True,
+                                         "headers": {"Content-Type": "text/html"}}})
+    result = crawl(f"{server.base_url}/docs/", "full=1", settings=settings)
+    report = checked(result)
+    assert result.keys("skipped", "sizeLimit") == {"big.html"}
+    assert "DOWNLOAD_MAXSIZE (1000000 B)" in report["items"]["big.html"]["detail"]
+    assert not result.keys("failed") and report["result"] == "success"
+    assert rows(result)["big.html"]["status"] == "active" and rows(result)["big.html"]["failure_count"] == 0
+    assert "after.html" in result.keys("success")
+
+
 def test_decompression_stops_at_the_size_cap_with_bounded_memory() -> None:
     crawler = get_crawler(settings_dict={"DOWNLOAD_MAXSIZE": 1_000_000, "DOWNLOAD_WARNSIZE": 500_000})
     middleware = HttpCompressionMiddleware.from_crawler(crawler)

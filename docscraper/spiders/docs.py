@@ -99,7 +99,9 @@ def _over_size_cap(failure: Failure) -> bool:
     HttpCompressionMiddleware when the body grew past it while being decompressed."""
     message = str(failure.value)
     if failure.check(DownloadCancelledError):
-        return "max size" in message.lower()
+        # A body without Content-Length that grows past the cap while it streams in is cut off by
+        # cancelling the download: the error then carries no message. Nothing else cancels a download.
+        return not message or "max size" in message.lower()
     return bool(failure.check(IgnoreRequest)) and "DOWNLOAD_MAXSIZE" in message
 
 
@@ -653,7 +655,10 @@ class DocsSpider(scrapy.Spider):
             # any) stays as it is, and its stored links lead on. Links never seen make the frontier uncertain: nothing is removed.
             known = run.lookup(pid or page_id(url))
             run.reached.add(known.page_id if known else (pid or page_id(url)))
-            run.refuse(url, Refusal("sizeLimit", str(failure.value)[:200]))
+            detail = str(failure.value) or (
+                f"body grew past DOWNLOAD_MAXSIZE "
+                f"({request.meta.get('download_maxsize', self.settings.getint('DOWNLOAD_MAXSIZE'))} B) while downloading")
+            run.refuse(url, Refusal("sizeLimit", detail[:200]))
             if known is None or not known.links:
                 run.frontier_cut = run.frontier_cut or f"the links of {url} are unknown (over the size cap)"
                 return []
