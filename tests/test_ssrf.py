@@ -486,8 +486,10 @@ def _redirect_routes(site: DocsServer, other: DocsServer) -> None:
         "/docs/go-internal.html": {"status": 302, "location": f"{other.base_url}/docs/glossary.html"},
         "/docs/metadata.html": {"status": 301, "location": METADATA},
         "/docs/to-localhost.html": {"status": 302, "location": f"http://localhost:{site.port}/docs/glossary.html"},
+        # Scrapy does not follow a hop to another scheme; the page is refused all the same, not failed
+        "/docs/to-file.html": {"status": 302, "location": "file:///etc/passwd"},
     })
-    add_links(site, "docs/index.html", "go-internal.html", "metadata.html", "to-localhost.html")
+    add_links(site, "docs/index.html", "go-internal.html", "metadata.html", "to-localhost.html", "to-file.html")
 
 
 @pytest.mark.crawl
@@ -498,8 +500,8 @@ def test_redirect_hops_to_internal_addresses_are_refused(site: DocsServer, other
     assert other.requests == []
     assert not [p for m, p, h in site.requests if h.get("Host", "").startswith("localhost")]
     refused = refusals(result)
-    assert {"go-internal.html", "metadata.html", "to-localhost.html"} <= set(refused) <= {
-        "go-internal.html", "metadata.html", "to-localhost.html", "llms.txt"}
+    assert {"go-internal.html", "metadata.html", "to-localhost.html", "to-file.html"} <= set(refused) <= {
+        "go-internal.html", "metadata.html", "to-localhost.html", "to-file.html", "llms.txt"}
     o = other.base_url
     assert refused["go-internal.html"] == {
         "status": "skipped", "statusReason": "blockedAddress", "fetchedAt": None, "finder": "link",
@@ -509,6 +511,8 @@ def test_redirect_hops_to_internal_addresses_are_refused(site: DocsServer, other
     assert refused["metadata.html"]["detail"] == f"redirects to {METADATA}: 169.254.169.254 is link-local"
     assert refused["to-localhost.html"]["detail"] == (
         f"redirects to http://localhost:{site.port}/docs/glossary.html: localhost resolves to 127.0.0.1 (loopback)")
+    assert refused["to-file.html"]["detail"] == "redirects to file:///etc/passwd: scheme file is not http(s)"
+    assert "to-file.html" not in result.keys("failed")
     # the source's robots.txt redirects to 127.0.0.2: not followed, and the report says why
     robots = report["discovery"]["robots"][f"127.0.0.1:{site.port}"]
     assert f"SSRF guard: redirects to {o}/robots.txt: 127.0.0.2 is loopback" in robots["detail"]
@@ -528,7 +532,7 @@ def test_allow_listed_hosts_are_fetched(site: DocsServer, other: DocsServer, cra
     assert report["discovery"]["robots"][f"127.0.0.1:{site.port}"]["outcome"] == "parsed"
     assert report["discovery"]["llms"]["url"] == f"{other.base_url}/docs/llms.txt"
     # link-local stays refused; the pages redirected to the allowed hosts are left to the scope
-    assert set(refusals(result)) == {"metadata.html"}
+    assert set(refusals(result)) == {"metadata.html", "to-file.html"}
     assert result.keys("skipped", "redirectOutOfScope") >= {"go-internal.html", "to-localhost.html"}
     assert [p for m, p, h in other.requests if p.startswith("/docs/")] == ["/docs/llms.txt"]
 

@@ -64,6 +64,7 @@ from docscraper.rendering import render_failure_reason, render_meta, renders_url
 from docscraper.robots import robots_middleware
 from docscraper.run import CrawlRun, _iso
 from docscraper.scope import Refusal
+from docscraper.ssrf import REASON as SSRF_REASON
 from docscraper.state import utcnow
 from docscraper.urls import is_http_url, page_id, strip_fragment
 
@@ -628,6 +629,18 @@ class DocsSpider(scrapy.Spider):
             assert isinstance(failure.value, HttpError)
             response = failure.value.response
             status = response.status
+            location = urljoin(response.url, _header(response, b"Location")) if 300 <= status < 400 else ""
+            scheme = urlsplit(location).scheme.lower() if location else "http"
+            if scheme not in ("http", "https"):
+                # Scrapy's RedirectMiddleware follows http(s) hops only and hands on the 3xx of any other
+                # (file:///etc/passwd...): a refusal of the page, which a hostile site must not turn into
+                # a failed page and a partial run. The SSRF guard names such requests blockedAddress.
+                origin = (request.meta.get("redirect_urls") or [url])[0]
+                reason = (SSRF_REASON if self.settings.getbool("DOCSCRAPER_SSRF_GUARD_ENABLED", True)
+                          else "redirectOutOfScope")
+                run.refuse(origin, Refusal(reason, f"redirects to {location}: scheme {scheme or '(none)'} "
+                                                   "is not http(s)"), finder=request.meta.get("docscraper_finder"))
+                return []
             # a local file's 404/403 says why (docscraper.localfiles)
             detail = request.meta.get("docscraper_local_detail") or f"HTTP {status}"
             run.page_failed(response.url, "httpError", detail, http_status=status,
