@@ -177,6 +177,7 @@ class DocsSpider(scrapy.Spider):
             return  # a distributed run: another worker discovers and seeds the shared queue
         seed = run.seed_url
         candidates: dict[str, _Candidate] = {}
+        repeats: list[tuple[str, str]] = []
 
         def offer(url: str, finder: str, depth: int) -> None:
             url = strip_fragment(url)
@@ -189,7 +190,7 @@ class DocsSpider(scrapy.Spider):
             if pid not in candidates:
                 candidates[pid] = _Candidate(url, finder, depth)
             else:
-                run.note_duplicate(url)
+                repeats.append((pid, url))
 
         llms_items: list[PageItem] = []
         if urlsplit(seed).scheme in ("http", "https", "file"):
@@ -216,6 +217,11 @@ class DocsSpider(scrapy.Spider):
         # lazily, and a link found on the seed must not claim a page a sitemap listed.
         requests = [self._page_request(seed, seed_finder, 0, seed=True)]
         requests.extend(self._page_request(c.url, c.finder, c.depth) for c in candidates.values())
+        # A page listed twice is a duplicate once the first listing claimed it; a refused one (out of
+        # scope, blocked...) keeps its refusal as its only outcome.
+        for pid, url in repeats:
+            if pid in run.claimed:
+                run.note_duplicate(url)
         for item in llms_items:
             yield item
         for request in requests:
