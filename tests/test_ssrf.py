@@ -587,3 +587,22 @@ def test_wider_scope_with_allow_listed_hosts(site: DocsServer, other: DocsServer
     # ... and the fixture site again, under the name localhost, from the changelog's relative links on
     via_localhost = [p for m, p, h in site.requests if h.get("Host") == f"localhost:{site.port}"]
     assert via_localhost[:2] == ["/robots.txt", "/docs/changelog.html"]
+
+
+@pytest.mark.crawl
+def test_internal_urls_listed_twice_by_the_site_keep_their_refusal(site: DocsServer, crawl: Crawl) -> None:
+    passwd = "file:///etc/passwd"
+    sitemap = site.root / "sitemaps" / "pages.xml"
+    sitemap.write_text(sitemap.read_text().replace(
+        "</urlset>", f"<url><loc>{METADATA}</loc></url><url><loc>{passwd}</loc></url></urlset>"))
+    llms = site.root / "docs" / "llms.txt"
+    llms.write_text(llms.read_text() + f"\n- [Metadata]({METADATA}): cloud\n- [Passwords]({passwd}): users\n")
+    add_links(site, "docs/index.html", passwd)
+    result = crawl(f"{site.base_url}/docs/")
+    report = assert_valid(result)
+    listed = {k: e for k, e in report["items"].items() if "169.254" in k or k.startswith("file:")}
+    # one outcome each, the refusal: not a duplicate of a page that was never claimed
+    assert {k: e["statusReason"] for k, e in listed.items()} == {
+        "http://169.254.169.254/latest/meta-data": "outOfScope", passwd: "blockedAddress"}
+    assert listed[passwd]["detail"] == "scheme file is not http(s)"
+    assert listed[passwd]["finder"] == "link"  # the last of the three listings to be refused

@@ -352,6 +352,9 @@ class DocsSpider(scrapy.Spider):
         run = self.run
         url = strip_fragment(url)
         if not self._fetchable(url):
+            if url[:5].lower() == "file:":
+                # another folder's file (file:///etc/passwd) listed by a site: refused, and said so
+                run.refuse(url, Refusal(self._scheme_refusal, "scheme file is not http(s)"), finder=finder)
             return None
         refusal = run.scope.check(url)
         discovery_only = False
@@ -602,11 +605,16 @@ class DocsSpider(scrapy.Spider):
                 urls = []
         else:
             urls = []
-        return list(dict.fromkeys(strip_fragment(u) for u in urls if self._fetchable(u)))
+        return list(dict.fromkeys(strip_fragment(u) for u in urls if self._fetchable(u) or u[:5].lower() == "file:"))
+
+    @property
+    def _scheme_refusal(self) -> str:
+        """The reason a URL of a scheme that is never fetched (``file:`` off a local source) is refused."""
+        return SSRF_REASON if self.settings.getbool("DOCSCRAPER_SSRF_GUARD_ENABLED", True) else "outOfScope"
 
     def _fetchable(self, url: str) -> bool:
         """http(s) URLs; ``file://`` URLs too when the source is a local folder (others are refused by
-        scope, the SSRF guard and the file handler alike, and not even recorded)."""
+        scope, the SSRF guard and the file handler alike; other schemes are not even recorded)."""
         return is_http_url(url) or (self.run.is_local and url.lower().startswith("file:"))
 
     def _follow(self, urls: list[str], depth: int) -> list[Request]:
@@ -642,8 +650,7 @@ class DocsSpider(scrapy.Spider):
                 # (file:///etc/passwd...): a refusal of the page, which a hostile site must not turn into
                 # a failed page and a partial run. The SSRF guard names such requests blockedAddress.
                 origin = (request.meta.get("redirect_urls") or [url])[0]
-                reason = (SSRF_REASON if self.settings.getbool("DOCSCRAPER_SSRF_GUARD_ENABLED", True)
-                          else "redirectOutOfScope")
+                reason = SSRF_REASON if self._scheme_refusal == SSRF_REASON else "redirectOutOfScope"
                 run.refuse(origin, Refusal(reason, f"redirects to {location}: scheme {scheme or '(none)'} "
                                                    "is not http(s)"), finder=request.meta.get("docscraper_finder"))
                 return []
