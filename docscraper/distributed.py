@@ -308,6 +308,21 @@ class SharedRun:
                 return False
         return True
 
+    def withdraw(self) -> None:
+        """Leave the run without a part in it (this worker could not open the run): its requests, if
+        any, go back to the queue, and it is no longer a member, so the others neither wait for it nor
+        count it as a worker that died (which would make the run partial). Blocking."""
+        try:
+            self.requeue(self.worker)
+            pipe = self.server.pipeline()
+            pipe.srem(self.k("workers"), self.worker)
+            pipe.delete(self.k(f"hb:{self.worker}"))
+            pipe.execute()
+        except redis.RedisError as exc:
+            logger.error("Distributed run %s: worker %s could not leave the run: %s", self.run_name, self.worker, exc)
+            return
+        logger.info("Distributed run %s: worker %s did not open the run and left it", self.run_name, self.worker)
+
     def finished(self) -> bool:
         return bool(self.server.exists(self.k("finished")))
 
@@ -535,7 +550,9 @@ class DistributedCoordinator:
         inprogress: set[Request] = getattr(slot, "inprogress", set())
         # downloaded, and its callback and items are done
         done = [token for token, request in shared.inflight.items() if request not in inprogress]
-        busy = len(done) < len(shared.inflight) or getattr(engine, "_start", None) is not None or \
+        # a worker still opening the run (or failing to) must not let the others finish without it
+        busy = not shared.run.opened or len(done) < len(shared.inflight) or \
+            getattr(engine, "_start", None) is not None or \
             bool(engine.downloader.active) or not engine.scraper.slot.is_idle()  # type: ignore[union-attr]
         shared.beat(busy=busy)
         for token in done:

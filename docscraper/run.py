@@ -539,6 +539,9 @@ class CrawlRun:
     async def close(self, reason: str) -> dict[str, Any] | None:
         if not self.opened:
             logger.error("Run %s did not open (%s); nothing was stored", self.run_id, self.open_error or reason)
+            if self.shared is not None:
+                # it registered with the shared run when it opened: leave it, or it counts as a dead worker
+                await self.call("shared", self.shared.withdraw)
             if self.progress_recorder is not None and self.store is not None and self.source is not None:
                 # its run row exists: finish it, or `scrapy status` would call it died
                 self.progress_recorder.stop()

@@ -205,6 +205,31 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     assert report["stats"]["success.unchanged"] == 34
 
 
+def test_a_worker_that_cannot_open_leaves_the_run(site: DocsServer, redis_server: RedisServer,
+                                                  tmp_path: Path) -> None:
+    # a node with a wrong setting (here an unparsable state URL) joins the run, fails to open and closes;
+    # it must not stay a member that the others later declare dead (a partial run, nothing removed)
+    run = "run-open-failed"
+    data_dir = tmp_path / "distributed"
+    (bad,) = start_workers(1, f"{site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "bad",
+                           DOCSCRAPER_STATE_URL="postgresql psycopg://nobody@127.0.0.1/none")
+    wait([bad])
+    log = (tmp_path / "bad" / "worker-0.log").read_text()
+    assert "did not open" in log, log[-5000:]
+    with redis.Redis.from_url(redis_server.url) as client:
+        assert client.smembers(f"docscraper:{run}:workers") == set()
+
+    (good,) = start_workers(1, f"{site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "good")
+    wait([good])
+    log = (tmp_path / "good" / "worker-0.log").read_text()
+    assert good.returncode == 0 and "stopped without closing" not in log, log[-5000:]
+    (path,) = run_reports(data_dir)
+    report = json.loads(path.read_text())
+    assert report["discovery"]["distributed"]["problems"] == []
+    assert len(report["discovery"]["distributed"]["workers"]) == 1
+    assert report["removal"]["performed"] is True
+
+
 def test_a_shared_run_id_needs_the_distributed_profile(site: DocsServer, crawl: Crawl) -> None:
     result = crawl(f"{site.base_url}/docs/", "run=abc", check=False)
     assert result.returncode == 2
