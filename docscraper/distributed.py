@@ -203,6 +203,8 @@ class SharedRun:
         self.leader = False
         # the id the run's report is written under (the worker's own if it must report alone)
         self.report_id = self.run_name
+        # Scrapy's stats of every worker that closed, merged by merge() (None: this worker's own)
+        self.scrapy_stats: dict[str, Any] | None = None
         run.ledger = SharedLedger(self.server, self.k(f"ledger:{self.worker}"))
         run.claimed = SharedClaims(self.server, self.k("claims"))
         run.emitted = SharedEmitted(self)
@@ -353,6 +355,7 @@ class SharedRun:
             "discoveryError": run.discovery_error,
             "robotsUnreachable": run.robots_unreachable,
             "hints": run.hints,
+            "scrapy": _numeric_stats(run.crawler.stats.get_stats() if run.crawler.stats else {}),
         }
         if self.inflight or self.server.hlen(self.k(f"inflight:{self.worker}")):
             # closed before its requests were done (shutdown): they go back for the others
@@ -391,6 +394,7 @@ class SharedRun:
         ledger = RunLedger()
         counters: Counter[str] = Counter()
         problems: list[str] = list(parts["notes"])
+        scrapy_stats: dict[str, int | float] = {}
         for worker, part in parts["workers"].items():
             for key, entry in part["ledger"].items():
                 entry = dict(entry)
@@ -412,10 +416,13 @@ class SharedRun:
             run.discovery_error = run.discovery_error or final["discoveryError"]
             run.robots_unreachable.update(final["robotsUnreachable"])
             run.hints.update(final["hints"])
+            for key, value in (final.get("scrapy") or {}).items():
+                scrapy_stats[key] = _merge_stat(key, scrapy_stats.get(key), value)
         if parts["queued"]:
             problems.append(f"{parts['queued']} request(s) were left in the shared queue")
         run.ledger = ledger
         run.counters = counters
+        self.scrapy_stats = scrapy_stats
         run.discovery["distributed"] = {"run": self.run_name, "workers": sorted(parts["workers"]),
                                         "reportedBy": self.worker, "problems": problems}
         if problems:
@@ -427,6 +434,20 @@ class SharedRun:
         with contextlib.suppress(redis.RedisError):
             for key in self.server.scan_iter(match=self.prefix + "*"):
                 self.server.expire(key, KEEP_SECONDS)
+
+
+def _numeric_stats(stats: dict[str, Any]) -> dict[str, int | float]:
+    """A worker's Scrapy stats that add up across workers (counts, sizes, seconds)."""
+    return {k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def _merge_stat(key: str, mine: int | float | None, theirs: int | float) -> int | float:
+    if mine is None:
+        return theirs
+    # peaks and durations overlap across workers; everything else is a count or a size
+    if key.startswith("memusage/") or key.endswith("_max") or key == "elapsed_time_seconds":
+        return max(mine, theirs)
+    return mine + theirs
 
 
 def _shared(crawler: Crawler) -> SharedRun | None:

@@ -611,6 +611,9 @@ class CrawlRun:
         result, result_reason = self._result(reason)
         items = self.ledger.items
         scrapy_stats = {k: v for k, v in (self.crawler.stats.get_stats() if self.crawler.stats else {}).items()}
+        if self.shared is not None and self.shared.scrapy_stats is not None:
+            # the run's, not the reporting worker's: every closed worker's counts added up
+            scrapy_stats.update(self.shared.scrapy_stats)
         report: dict[str, Any] = {
             "schemaVersion": 1,
             "runId": report_id,

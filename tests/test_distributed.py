@@ -133,6 +133,8 @@ def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, redi
     assert report["removal"]["performed"] is True
     assert len(report["discovery"]["distributed"]["workers"]) == 2
     assert report["discovery"]["distributed"]["problems"] == []
+    # Scrapy's stats are the run's too, not the reporting worker's alone
+    assert report["scrapy"]["scheduler/dequeued/redis"] == sum(dequeued)
 
     def normalized(items: dict, base: str) -> dict:
         return {key.replace(base, "BASE"): (e["status"], e["statusReason"]) for key, e in items.items()}
