@@ -403,6 +403,10 @@ class SharedRun:
             counters.update(part["counters"])
             final = part["final"]
             if final is None:
+                # a worker that died: what its ledger says it fetched was reached, not an orphan (nothing
+                # is removed after a death anyway, but the report's removal candidates stay honest)
+                run.reached.update(entry["pageId"] for entry in part["ledger"].values()
+                                   if entry.get("pageId") and entry["status"] in ("success", "failed"))
                 continue
             if final["reason"] != "finished" and reason == "finished":
                 reason = final["reason"]

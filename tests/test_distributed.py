@@ -199,6 +199,8 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     assert "stopped without closing" in report["resultReason"]
     assert report["removal"]["performed"] is False
     assert report["stats"]["success.removed"] == 0
+    # every page was reached by someone, the dead worker included: no page is even a candidate
+    assert report["removal"]["candidates"] == 0
     # nothing deleted that still exists, and no page lost: every stored page was processed this run
     assert {k for k, v in pages(first.data_dir) if v == "active"} == {
         k for k, v in stored_before.items() if v == "active"}
