@@ -7,7 +7,8 @@ starts with ``/`` is matched against the absolute path (``/docs/archive/**``); a
 the path relative to the prefix (``archive/**``). ``!pattern`` in ``allow`` excludes. A folder URL
 (``guide/``) is tested both as ``guide`` and ``guide/`` so that ``guide/**`` covers the folder's index.
 
-The seed URL is always fetched, whatever the patterns say, so that its links can be followed; it is
+The seed URL is always fetched, whatever the patterns say, so that its links can be followed. The
+prefix's own page (``./``) is always in scope: patterns select the pages below it; any other seed page is
 indexed only when the patterns accept it.
 """
 
