@@ -651,6 +651,39 @@ def _label_tab_panels(root: Tag, soup: BeautifulSoup, tags: list[Tag]) -> None:
         labels.extract()
 
 
+_IMAGE_DATA_RE = re.compile(r"\.(?:svgz?|png|gif|jpe?g|webp|avif|bmp)$", re.I)
+
+
+def _objects_to_images(root: Tag, soup: BeautifulSoup, tags: list[Tag]) -> None:
+    """Turn an image shown through ``<object data="x.svg" type="image/svg+xml">`` into an ``<img>``.
+
+    DocBook's HTML (the PostgreSQL manual's figures) embeds its SVG diagrams this way; ``<object>`` is
+    otherwise junk, so the diagram would vanish from the page's images and Markdown. A fallback
+    ``<img>`` inside the object takes its place; else a new ``<img>`` gets the fallback text as its
+    alt. ``tags`` are all the parsed elements, in document order; the new element takes the object's
+    place in it, so the list stays in document order.
+    """
+    for index, tag in enumerate(tags):
+        if tag.name != "object" or tag.parent is None:
+            continue
+        data = _attr(tag, "data")
+        kind = _attr(tag, "type").lower()
+        if not data or not (kind.startswith("image/") or _IMAGE_DATA_RE.search(data.split("?", 1)[0].split("#", 1)[0])):
+            continue
+        if not _under(root, (tag,)):
+            continue
+        fallback = next((t for t in tag.find_all("img") if image_source(t)), None)
+        if fallback is not None:
+            img = fallback.extract()
+        else:
+            img = soup.new_tag("img", attrs={"src": data, "alt": _collapse_ws(tag.get_text())})
+            for name in ("title", "width", "height"):
+                if tag.get(name) is not None:
+                    img[name] = _attr(tag, name)
+        tag.replace_with(img)
+        tags[index] = img
+
+
 _LINENO_TOKENS = frozenset(
     {
         "linenos", "lineno", "linenodiv", "linenumber", "line-number", "line-numbers",
@@ -1769,6 +1802,7 @@ def _extract(text: str, url: str) -> Extracted:
     body = next(iter(named["body"]), soup)
     _label_tab_panels(body, soup, tags)
     _unwrap_code_tables(body, tags)
+    _objects_to_images(body, soup, tags)
     _remove_chrome(body)
     # No need to walk the tree when nothing parsed is nested near _MAX_DEPTH: the tab labels
     # (<p><strong>) are the only elements added since, two levels below a parsed one at most.

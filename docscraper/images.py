@@ -1,11 +1,13 @@
 """The images of a page's main content: what extraction records about each one.
 
 :mod:`docscraper.extraction` calls :func:`html_images` on the ``<img>`` elements left in a page's main
-content once site chrome (logos in headers, navigation icons) is gone, and :func:`markdown_images` on a
-Markdown page's ``![alt](src "title")``. Each image becomes an :class:`ImageRef`: its absolute URL, alt
-text, the caption of the ``<figure>`` around it (``<figcaption>``; Sphinx's older ``div.figure`` with
-``p.caption`` too) and its ``title``. The state store keeps them as child records of their page
-(:mod:`docscraper.state`), and ``scrapy search --images`` lists them under each result.
+content once site chrome (logos in headers, navigation icons) is gone (an image embedded as
+``<object type="image/svg+xml" data=...>``, as DocBook does, is turned into an ``<img>`` first), and
+:func:`markdown_images` on a Markdown page's ``![alt](src "title")``. Each image becomes an
+:class:`ImageRef`: its absolute URL, alt text, the caption of the ``<figure>`` around it
+(``<figcaption>``; Sphinx's older ``div.figure`` with ``p.caption``, DocBook's with ``p.title``) and
+its ``title``. The state store keeps them as child records of their page (:mod:`docscraper.state`),
+and ``scrapy search --images`` lists them under each result.
 
 What is skipped: ``data:`` URIs (nothing to link to), tracking pixels (``width`` and ``height`` of at
 most 1), and sources that resolve to no ``http``, ``https`` or ``file`` URL. Lazy loading is undone:
@@ -147,7 +149,9 @@ def _caption(img: Tag, root: Tag) -> str | None:
             for child in parent.contents:
                 if not isinstance(child, Tag):
                     continue
-                if child.name == "figcaption" or (sphinx_figure and "caption" in (child.get("class") or ())):
+                classes = child.get("class") or ()
+                # Sphinx: <p class="caption">; DocBook: <p class="title"> above the figure
+                if child.name == "figcaption" or (sphinx_figure and ("caption" in classes or "title" in classes)):
                     return _text(child) or None
             return None
         if parent is root:

@@ -80,6 +80,27 @@ def test_only_the_enclosing_figure_gives_a_caption() -> None:
     assert [(i.alt, i.caption) for i in got] == [("A", "Caption of A"), ("B", None), ("C", None), ("D", "Caption of D")]
 
 
+def test_docbook_object_figures_are_images_with_their_title_as_caption() -> None:
+    # The PostgreSQL manual (DocBook XSL) embeds its diagrams as <object> in a div.figure titled by p.title.
+    got = extract_html(page(
+        '<div class="figure" id="GEQO-FIGURE"><p class="title"><strong>Figure 62.1. Structure of a Genetic '
+        'Algorithm</strong></p><div class="figure-contents"><div class="mediaobject"><object '
+        'type="image/svg+xml" data="genetic-algorithm.svg" width="100%"></object></div></div></div>'
+        '<p><object data="diagrams/page.png">Page layout</object> <object data="manual.pdf" '
+        'type="application/pdf"></object> <object type="image/svg+xml" data="x.svg"><img src="x.png" '
+        'alt="X fallback"></object></p>'
+    ), PAGE)
+    assert list(extract_html(page(""), PAGE).images) == []
+    assert list(got.images) == [
+        ImageRef("https://docs.example.com/guide/flow/genetic-algorithm.svg", "",
+                 "Figure 62.1. Structure of a Genetic Algorithm"),
+        ImageRef("https://docs.example.com/guide/flow/diagrams/page.png", "Page layout"),
+        ImageRef("https://docs.example.com/guide/flow/x.png", "X fallback"),
+    ]
+    assert "![](https://docs.example.com/guide/flow/genetic-algorithm.svg)" in got.markdown
+    assert "manual.pdf" not in got.markdown
+
+
 def test_lazy_loading_attributes() -> None:
     got = images(
         # a lazy loader swaps data-src in, whether src is a data: placeholder or a low-resolution preview
