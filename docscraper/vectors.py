@@ -140,7 +140,9 @@ class ChromaIndex:
 
     def vectors_for(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
-        for batch in self._batches(list(ids)):
+        # A page may hold two chunks of the same text, so one stored id can be asked for twice; Chroma
+        # refuses a get() with duplicate ids.
+        for batch in self._batches(list(dict.fromkeys(ids))):
             result = self.collection.get(ids=list(batch), include=["embeddings"])
             embeddings = result.get("embeddings")
             if embeddings is None:

@@ -38,6 +38,8 @@ def test_upsert_count_query_delete_and_persist(tmp_path: Path) -> None:
     assert all(h.metadata["source"] == "t" for h in index.query(a[2].embedding, 3, source="t"))
     got = index.vectors_for([a[1].id, "missing"])
     assert set(got) == {a[1].id} and np.allclose(got[a[1].id], a[1].embedding, atol=1e-6)
+    # two chunks of one page with the same text ask for one stored vector twice
+    assert set(index.vectors_for([a[1].id, a[1].id, a[3].id])) == {a[1].id, a[3].id}
     # the same ids again replace, not duplicate
     index.upsert(a[:2])
     assert index.count() == 8
