@@ -25,7 +25,7 @@ decodes to ``..`` or holds ``/``, ``\\``, NUL or another control character refus
 still indexed; the mirror counts and reports the refusal). Folders are created one at a time, each
 checked to resolve inside DIR's real path, so a symlink planted in DIR is not followed out, and the final
 path is checked again before anything is written. Writes are atomic: a temporary file in the same folder,
-then :func:`os.replace`.
+then :func:`os.replace`; files get the mode the umask gives (not ``mkstemp``'s 0600).
 
 Stats: ``docscraper/mirror/written``, ``docscraper/mirror/unchanged`` (file already current),
 ``docscraper/mirror/refused`` (unsafe path, name collision), ``docscraper/mirror/errors`` (I/O errors).
@@ -173,6 +173,11 @@ class Mirror:
 
     def __init__(self, directory: Path, *, stats: StatsCollector | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
+        # mkstemp creates 0600 files; a mirror is read by other tools and users, as a file written in
+        # place would be: the mode the umask gives. Read once, here, before any writer thread runs.
+        umask = os.umask(0o022)
+        os.umask(umask)
+        self._mode = 0o666 & ~umask
         self.directory = directory
         self.root = os.path.realpath(directory)
         self._stats = stats
@@ -274,7 +279,7 @@ class Mirror:
             "source": meta.source,
         }) + "\n" + item.markdown.rstrip("\n") + "\n"
         try:
-            self._write(target, text.encode("utf-8", "surrogateescape"))
+            self._write(target, text.encode("utf-8", "surrogateescape"), self._mode)
         except OSError as exc:
             return self._error(key, exc)
         self.current.pop(key, None)
@@ -289,11 +294,12 @@ class Mirror:
         return _Outcome("error", reason=f"{exc.__class__.__name__}: {exc}")
 
     @staticmethod
-    def _write(target: str, data: bytes) -> None:
+    def _write(target: str, data: bytes, mode: int) -> None:
         folder = os.path.dirname(target)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".docscraper-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)
                 handle.write(data)
             os.replace(tmp, target)  # a symlink at target is replaced, never followed
         except BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import jsonschema
@@ -149,6 +150,17 @@ def test_save_writes_once_and_rewrites_only_on_change(tmp_path: Path) -> None:
     assert again.save(changed, content_hash(changed.markdown)).status == "written"
     assert "New text." in target.read_text()
     assert not [p for p in (tmp_path / "m").rglob(".docscraper-*")]  # no temporary file left
+
+
+def test_files_get_the_mode_the_umask_gives(tmp_path: Path) -> None:
+    previous = os.umask(0o027)
+    try:
+        mirror = Mirror(tmp_path / "m")
+    finally:
+        os.umask(previous)
+    page_item = item("x.html")
+    assert mirror.save(page_item, content_hash(page_item.markdown)).status == "written"
+    assert stat.S_IMODE((tmp_path / "m" / "x.md").stat().st_mode) == 0o640  # not mkstemp's 0600
 
 
 def test_two_pages_for_one_file_each_get_their_own(tmp_path: Path) -> None:
