@@ -404,8 +404,9 @@ class CrawlArgs:
     ``llms_txt`` is the URL of an llms.txt that auto-detection cannot find. ``full=1`` processes every
     page as changed. ``save_dir`` is the folder of the Markdown mirror (:mod:`docscraper.mirror`; it wins
     over ``DOCSCRAPER_SAVE_DIR``). A ``file://`` source must exist; it is rewritten to its canonical URL
-    (:func:`file_source_url`). ``render=js`` renders the pages in Chromium for this run, ``render=none``
-    fetches their HTML only (the source's stored ``render`` otherwise; :mod:`docscraper.rendering`).
+    (:func:`file_source_url`). ``render=js`` renders the pages in Chromium for this run (http(s) pages
+    only: with a ``file://`` source it is an error), ``render=none`` fetches their HTML only (the
+    source's stored ``render`` otherwise; :mod:`docscraper.rendering`).
     ``_job`` is the id Scrapyd gives a job it runs (``scrapyd_job``, in the report as ``scrapydJob``).
     ``run`` is the run id shared by the workers of a distributed run (``settings.distributed`` only).
     """
@@ -460,6 +461,11 @@ class CrawlArgs:
             llms_txt = str(llms_txt).strip()
             if urlsplit(llms_txt).scheme.lower() not in ("http", "https", "file"):
                 raise ConfigError(f"llms_txt must be an http(s) or file URL, got {llms_txt!r}")
+        render = render_mode("render", kwargs.get("render"))
+        if render == "js" and source.startswith("file:"):
+            # Chromium renders http(s) pages only (docscraper.rendering.renders_url)
+            raise ConfigError("render=js renders http(s) pages only, not a folder's files: serve the folder "
+                              "(python3 -m http.server) and crawl its URL with -a render=js")
         max_depth = kwargs.get("max_depth")
         max_pages = kwargs.get("max_pages")
         overrides = frozenset(
@@ -475,7 +481,7 @@ class CrawlArgs:
             full=_flag("full", kwargs.get("full", False)),
             overrides=overrides,
             save_dir=save_dir_path("save_dir", kwargs.get("save_dir")),
-            render=render_mode("render", kwargs.get("render")),
+            render=render,
             scrapyd_job=str(kwargs[_SCRAPYD_JOB_ARG]) if kwargs.get(_SCRAPYD_JOB_ARG) else None,
             run=_run_id(kwargs.get("run")),
         )

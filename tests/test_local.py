@@ -160,6 +160,9 @@ def test_file_source_argument_is_canonical(tmp_path: Path) -> None:
                          ("file://relative", "file:///absolute")]:
         with pytest.raises(ConfigError, match=message):
             CrawlArgs.parse({"source": bad})
+    with pytest.raises(ConfigError, match=r"render=js renders http\(s\) pages only"):
+        CrawlArgs.parse({"source": docs.as_uri(), "render": "js"})
+    assert CrawlArgs.parse({"source": docs.as_uri(), "render": "none"}).render == "none"
 
 
 # -- whole crawls ----------------------------------------------------------------------------------------
@@ -319,6 +322,18 @@ def test_missing_source_folder_is_a_usage_error(tmp_path: Path, crawl: Crawl) ->
     result = crawl(f"file://{tmp_path}/nowhere", check=False)
     assert result.returncode == 2
     assert "error:" in result.stderr and "no such folder" in result.stderr
+
+
+def test_a_script_only_page_in_a_folder_gets_a_hint_that_fits_a_folder(tmp_path: Path, crawl: Crawl) -> None:
+    docs = make_docs(tmp_path / "docs")
+    (docs / "app.html").write_text('<html><body><div id="app"></div><script src="app.js"></script></body></html>')
+    (docs / "index.html").write_text(page("Relay docs", "Acme Relay receives webhooks.", {"App": "app.html"}))
+    refused = crawl(docs.as_uri(), "render=js", check=False)
+    assert refused.returncode == 2 and "render=js renders http(s) pages only" in refused.stderr
+    report = valid(crawl(docs.as_uri()))
+    assert report["counters"]["needs_rendering"] == 1
+    # -a render=js cannot help a file:// source (see above): the hint says what can
+    assert report["items"]["app.html"]["hint"].endswith("serve the folder over HTTP and crawl its URL with -a render=js")
 
 
 def test_source_by_name_after_the_first_crawl(tmp_path: Path, crawl: Crawl) -> None:

@@ -530,7 +530,9 @@ class DocsSpider(scrapy.Spider):
         needs_rendering = extracted.has_scripts_only and not rendered
         if needs_rendering:
             # in the report's item entry and counters, so the user knows to turn rendering on
-            run.hints[pid] = "page has scripts but no static content; crawl it with -a render=js"
+            run.hints[pid] = "page has scripts but no static content; " + (
+                "serve the folder over HTTP and crawl its URL with -a render=js" if run.is_local
+                else "crawl it with -a render=js")
             run.count("needs_rendering")
             logger.warning("%s: %s", response.url, run.hints[pid])
         if not extracted.markdown.strip():
