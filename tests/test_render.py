@@ -208,6 +208,23 @@ def test_crawl_with_render_js_exits_2_without_chromium(spa: DocsServer, crawl: C
 
 
 @pytest.mark.crawl
+def test_hash_routes_are_reported_not_crawled(spa: DocsServer, crawl: Crawl) -> None:
+    """A hash-routed app (docsify) shows its pages at #/...: one URL is one page, so the report says so."""
+    (spa.root / "spa" / "hashed.html").write_text(
+        '<!doctype html><html><head><title>Hashed</title></head><body><main><h1>Hashed</h1>'
+        '<p>The widget manual, one route per chapter, in a single document.</p>'
+        '<a href="#/install">Install</a> <a href="#!/spin">Spin</a> <a href="hashed.html#/install">Again</a>'
+        '<a href="#spinning">A plain anchor</a> <a href="#/">Home route</a></main></body></html>\n')
+    result = crawl(f"{spa.base_url}/spa/hashed.html")
+    report = result.report
+    jsonschema.validate(report, load_schema())
+    assert report["counters"]["hash_route_pages"] == 1
+    assert report["items"]["hashed.html"]["hint"].startswith("2 links are client-side hash routes (#/...)")
+    assert "hint" not in report["items"]["static.html"]
+    assert not [key for key in report["items"] if "#" in key]
+
+
+@pytest.mark.crawl
 def test_static_crawl_reports_pages_that_need_rendering(spa: DocsServer, crawl: Crawl, tmp_path: Path) -> None:
     out = tmp_path / "items.jsonl"
     result = crawl(f"{spa.base_url}/spa/", extra=["-O", str(out)])

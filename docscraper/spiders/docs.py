@@ -17,13 +17,16 @@ Depth: the seed is 0, llms/sitemap pages are 1, a link on a page at depth d is d
 Rendering (:mod:`docscraper.rendering`): when the run renders, page requests also carry
 ``playwright: True`` (and ``docscraper_render``) and go without validators; discovery requests never do.
 A page whose static HTML is only scripts, in a run that does not render, is counted
-(``needs_rendering``) and its report entry gets a ``hint``.
+(``needs_rendering``) and its report entry gets a ``hint``. So does a page whose links are client-side
+hash routes (``#/guide``; counter ``hash_route_pages``): a page is its URL without the fragment, so such
+routes are not crawled, rendered or not.
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +78,8 @@ logger = logging.getLogger(__name__)
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain")
 _ERROR_STATUSES = list(range(400, 600))
 _BINARY_EXTENSIONS = frozenset(f".{ext}" for ext in IGNORED_EXTENSIONS) - {".txt", ".md"}
+#: A fragment that is a client-side route (``#/guide``, ``#!/guide``), not an anchor in the page.
+_HASH_ROUTE_RE = re.compile(r"!?/.")
 
 
 @dataclass
@@ -504,7 +509,7 @@ class DocsSpider(scrapy.Spider):
             run.page_failed(response.url, "parseError", f"{exc.__class__.__name__}: {exc}", pid=pid,
                             http_status=response.status, fetched_at=fetched_at)
             return
-        links = self._links(response, extracted, is_markdown)
+        links, hash_routes = self._links(response, extracted, is_markdown)
         for request in self._follow(links, depth):
             yield request
         if meta.get("docscraper_discovery_only"):
@@ -535,6 +540,13 @@ class DocsSpider(scrapy.Spider):
                 else "crawl it with -a render=js")
             run.count("needs_rendering")
             logger.warning("%s: %s", response.url, run.hints[pid])
+        if hash_routes:
+            # A hash-routed app (docsify, older Vue/Angular) shows pages at #/...: one URL, one page here.
+            hint = (f"{hash_routes} links are client-side hash routes (#/...), not crawled as pages: a page is "
+                    "its URL without the fragment")
+            run.hints[pid] = f"{run.hints[pid]}; {hint}" if pid in run.hints else hint
+            run.count("hash_route_pages")
+            logger.warning("%s: %s", response.url, hint)
         if not extracted.markdown.strip():
             run.count("empty_pages")
             if not needs_rendering:
@@ -595,8 +607,9 @@ class DocsSpider(scrapy.Spider):
                         decided.declared, decided.source, decided.redetected)
         return decided.encoding
 
-    def _links(self, response: Response, extracted: Extracted, is_markdown: bool) -> list[str]:
-        """Fragment-free http(s) links of a page, in order, without repeats."""
+    def _links(self, response: Response, extracted: Extracted, is_markdown: bool) -> tuple[list[str], int]:
+        """Fragment-free http(s) links of a page, in order, without repeats; and how many distinct links
+        were client-side hash routes (``#/guide``, ``#!/guide``), which name no page of their own."""
         if is_markdown:
             urls = [link.url for link in parse_llms_txt(extracted.markdown, response.url)]
         elif isinstance(response, TextResponse):
@@ -607,7 +620,9 @@ class DocsSpider(scrapy.Spider):
                 urls = []
         else:
             urls = []
-        return list(dict.fromkeys(strip_fragment(u) for u in urls if self._fetchable(u) or u[:5].lower() == "file:"))
+        kept = [u for u in urls if self._fetchable(u) or u[:5].lower() == "file:"]
+        hash_routes = len({u for u in kept if _HASH_ROUTE_RE.match(urlsplit(u).fragment)})
+        return list(dict.fromkeys(strip_fragment(u) for u in kept)), hash_routes
 
     @property
     def _scheme_refusal(self) -> str:
