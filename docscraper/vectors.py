@@ -6,7 +6,9 @@ Chroma server through the HTTP client instead, with the same code path. Chroma's
 off unless ``DOCSCRAPER_CHROMA_TELEMETRY`` turns it on; Chroma's default embedding function (which would
 download a model) is never used: docscraper always passes its own vectors.
 
-Chunk ids are deterministic: ``<page id>-<first 12 hex of the page's content hash>-<chunk index>``.
+Chunk ids are deterministic: ``s<source id>-<page id>-<first 12 hex of the page's content hash>-<chunk
+index>``. The source id (the state database's, kept when a source is renamed) keeps two sources that
+share a page (overlapping scopes) from writing, relabelling or deleting each other's chunks.
 Metadata per chunk: ``source``, ``page_id``, ``url``, ``title``, ``heading``, ``chunk_index``,
 ``content_hash`` (the page's), ``chunk_hash`` (the chunk's embed text, for reusing its vector),
 ``token_count``, ``part``. All calls are blocking; the crawl runs them on the run's index thread.
@@ -43,8 +45,11 @@ class IndexError_(RuntimeError):
     """The vector index cannot be opened or written; the message says which and why."""
 
 
-def chunk_id(page_id: str, content_hash: str, index: int) -> str:
-    return f"{page_id}-{content_hash[:12]}-{index:04d}"
+def chunk_id(page_id: str, content_hash: str, index: int, source_id: int | None = None) -> str:
+    """The chunk's id; *source_id* (the source's id in the state database) scopes it to its source: the
+    page id alone is the URL's, and one page may belong to two sources."""
+    local = f"{page_id}-{content_hash[:12]}-{index:04d}"
+    return local if source_id is None else f"s{source_id}-{local}"
 
 
 @dataclass(frozen=True)

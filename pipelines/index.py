@@ -2,7 +2,8 @@
 
 DESIGN rule 1, per page: upsert the new chunks, delete the page's stale chunks, and only then let the
 state commit (the next pipeline) record the page's new hash. A page whose content did not change never
-gets here. Chunk ids are ``<page id>-<content hash[:12]>-<index>``; metadata per DESIGN.
+gets here. Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
+(:func:`~docscraper.vectors.chunk_id`); metadata per DESIGN.
 
 Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``docscraper/chunks_deleted``.
 """
@@ -30,11 +31,12 @@ class IndexPipeline(RunPipeline):
             return item
         meta = item.metadata
         source = run.source.name if run.source else ""
+        source_id = run.source.id if run.source else None
         if not item.previous_chunks and not item.chunks:
             item.previous_chunks = await run.call("index", run.vectors.page_chunks, source, meta.page_id)
         records = [
             ChunkRecord(
-                id=chunk_id(meta.page_id, meta.content_hash, chunk.index),
+                id=chunk_id(meta.page_id, meta.content_hash, chunk.index, source_id),
                 document=chunk.text,
                 embedding=vector,
                 metadata={

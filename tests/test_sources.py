@@ -402,3 +402,29 @@ def test_reindex_one_page_re_embeds_only_it_and_remove_deletes_only_its_source(
     assert db_rows(data, "SELECT count(*) FROM runs WHERE source_id NOT IN (SELECT id FROM sources)") == [(0,)]
     assert db_rows(data, "SELECT count(*) FROM pages") != [(0,)]  # the blog's pages stay
     assert not (data / "runs" / "docs").exists() and (data / "runs" / "blog").exists()
+
+
+@pytest.mark.crawl
+def test_two_sources_sharing_pages_keep_their_own_chunks(site: DocsServer, command: Crawl) -> None:
+    # Two registered sources whose scopes overlap index the same pages (the same page ids): a crawl of
+    # one must not take over the other's chunks, and removing one must not delete the other's.
+    base = site.base_url
+    command("sources", "add", "docs", f"{base}/docs/")
+    command("sources", "add", "faq", f"{base}/docs/faq.html", "--allow", "faq.html")
+    first = command("recrawl", "docs", index=True)
+    data = first.data_dir
+
+    def chunks_of(source: str) -> set[str]:
+        index = ChromaIndex(path=data / "chroma")
+        ids = set(index.collection.get(where={"source": source}, include=[])["ids"])
+        index.close()
+        return ids
+
+    docs = chunks_of("docs")
+    assert docs
+    command("recrawl", "faq", index=True)
+    faq = chunks_of("faq")
+    assert faq and not faq & docs
+    assert chunks_of("docs") == docs
+    command("sources", "remove", "faq", "--yes", index=True)
+    assert chunks_of("faq") == set() and chunks_of("docs") == docs
