@@ -448,12 +448,19 @@ class CrawlRun:
     def page_failed(self, url: str, reason: str, detail: str, *, http_status: int | None = None,
                     pid: str | None = None, fetched_at: str | None = None, **details: Any) -> None:
         """A page that could not be fetched or parsed. It is not an orphan; 410 and repeated 404s of a
-        page the index holds retire it at a clean close (DESIGN rule 4)."""
+        page the index holds retire it at a clean close (DESIGN rule 4). A 410 from a page the index does
+        not hold (retired already, or never indexed) is no failure: the site says it is gone on purpose,
+        so it is skipped as ``gone`` and does not make every later run partial while a link to it stays."""
         pid = pid or page_id(url)
         self.reached.add(pid)
-        self.stat("pages_failed")
         key = self.key(url)
         prev = self.known.get(pid)
+        if http_status == 410 and (prev is None or prev.status != "active"):
+            self.stat("pages_refused/gone")
+            self.ledger.record(key, "skipped", "gone", fetched_at=fetched_at, url=url, detail=detail,
+                               httpStatus=http_status, pageId=pid, **details)
+            return
+        self.stat("pages_failed")
         not_found = http_status == 404
         gone = http_status == 410 or (not_found and prev is not None
                                       and prev.not_found_runs + 1 >= self.config.gone_after)

@@ -47,8 +47,9 @@ def test_first_crawl_indexes_every_allowed_page_once(site: DocsServer, crawl: Cr
     stats = report["stats"]
     assert stats["success.new"] == ALLOWED_PAGES
     assert stats["success.changed"] == stats["success.unchanged"] == stats["success.removed"] == 0
-    assert report["result"] == "partial"  # the 404, 410 and 500 routes
-    assert result.keys("failed") == {"missing-page.html", "retired.html", "flaky.html"}
+    assert report["result"] == "partial"  # the 404 and 500 routes
+    assert result.keys("failed") == {"missing-page.html", "flaky.html"}
+    assert result.keys("skipped", "gone") == {"retired.html"}  # a 410 never indexed: no failure
     assert result.keys("skipped", "robots") == {"private/secret.html"}
     assert result.keys("skipped", "redirectDuplicate") == {"old-install.html"}
     assert result.keys("skipped", "redirectOutOfScope") == {"moved-away.html"}
@@ -262,6 +263,9 @@ def test_410_retires_at_once_404_after_two_runs_5xx_never(site: DocsServer, craw
     assert second.report["result"] == "partial"
     third = crawl(f"{site.base_url}/docs/")
     assert third.keys("success", "removed") == {"glossary.html"}
+    # still linked and still 410, but retired already: skipped as gone, not a failure of every later run
+    assert "guide/security.html" in third.keys("skipped", "gone")
+    assert "guide/security.html" not in third.keys("failed")
     fourth = crawl(f"{site.base_url}/docs/")
     assert "reference/api/events.html" in fourth.keys("failed")
     table = pages_table(fourth)
