@@ -82,6 +82,16 @@ def _seconds(name: str, value: Any) -> float:
     return number
 
 
+def _weight(name: str, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+    if not 0.0 <= number <= 100.0:
+        raise ConfigError(f"{name} must be between 0 and 100, got {number}")
+    return number
+
+
 def _interval(name: str, value: Any) -> float:
     number = _seconds(name, value)
     if number <= 0:
@@ -177,6 +187,9 @@ class DocscraperConfig:
     ``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32),
     ``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
 
+    Search (:mod:`docscraper.search`): ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5: the weight of the BM25
+    keyword ranking against the vector ranking's 1 when the two are fused; 0 ranks by vectors alone).
+
     Rate limits (:mod:`docscraper.ratelimit`): ``DOCSCRAPER_RATELIMIT_ENABLED`` (on),
     ``DOCSCRAPER_RETRY_AFTER_MAX`` (300 s: the longest ``Retry-After`` pause; 0 ignores the header),
     ``DOCSCRAPER_MAX_CONSECUTIVE_429`` (3: the crawl stops after that many 429s in a row from a host; 0
@@ -226,6 +239,7 @@ class DocscraperConfig:
     chunk_target_tokens: int = 200
     chunk_overlap_tokens: int = 32
     chunk_min_tokens: int = 48
+    search_keyword_weight: float = 0.5
     ratelimit_enabled: bool = True
     retry_after_max: float = 300.0
     max_consecutive_429: int = 3
@@ -325,6 +339,9 @@ class DocscraperConfig:
                 "DOCSCRAPER_RENDER_IDLE_TIMEOUT", settings.get("DOCSCRAPER_RENDER_IDLE_TIMEOUT", 5.0)
             ),
             scrapyd_url=_scrapyd_url(settings.get("DOCSCRAPER_SCRAPYD_URL")),
+            search_keyword_weight=_weight(
+                "DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", settings.get("DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", 0.5)
+            ),
             scrapyd_project=_scrapyd_project(settings.get("DOCSCRAPER_SCRAPYD_PROJECT") or "docscraper"),
         )
 

@@ -3,6 +3,13 @@
 ``scrapy search "question" [-k 5] [--source NAME] [--json] [--images]`` from the project root, or
 :func:`search` from a program. A :class:`Searcher` keeps the model and the index open for many questions.
 
+Ranking is hybrid: the chunks nearest to the question's vector and the chunks BM25 ranks best for its
+words (:mod:`docscraper.lexical`) are fused by reciprocal rank: each ranking adds ``weight / (RRF_K +
+rank)`` to what it ranks, the vector ranking with weight 1, the keyword ranking with
+``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5; 0 turns it off). With one result per page (the default) the
+two rankings of pages are fused, each page ranked by its best chunk in either; with ``per_page=None``
+the chunks themselves. A result's ``score`` stays its chunk's cosine similarity to the question.
+
 With ``with_images=True`` each result lists its page's images (``{url, alt, caption}``, in document
 order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.images`).
 """
@@ -15,12 +22,16 @@ from typing import Any
 
 from docscraper.config import DocscraperConfig
 from docscraper.embedding import Embedder, SentenceTransformerEmbedder
+from docscraper.lexical import LexicalIndex, corpus_fingerprint
 from docscraper.state import SqlStateStore, StateStore, schema_revision
-from docscraper.vectors import ChromaIndex, VectorIndex
+from docscraper.vectors import ChromaIndex, SearchHit, VectorIndex
 
 __all__ = ["SearchResult", "Searcher", "search"]
 
 logger = logging.getLogger(__name__)
+
+#: Reciprocal rank fusion's constant: a list's item at rank r adds weight / (RRF_K + r).
+RRF_K = 10
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,8 @@ class Searcher:
         self.config = config
         self._store = store
         self._own_store: StateStore | None = None
+        self._lexical: LexicalIndex | None = None
+        self._lexical_stamp: object | None = None
         self.index = index or ChromaIndex(path=config.chroma_path, url=config.chroma_url,
                                           collection=config.chroma_collection, telemetry=config.chroma_telemetry)
         self.embedder = embedder or SentenceTransformerEmbedder(
@@ -68,6 +81,9 @@ class Searcher:
         # Asking for more than k leaves room for the per-page limit.
         wanted = k if per_page is None else k * 8
         hits = self.index.query(vector, wanted, source)
+        weight = self.config.search_keyword_weight
+        if weight > 0 and hits:
+            hits = self._fuse(question, vector, hits, wanted, source, weight, per_page)
         results: list[SearchResult] = []
         per: dict[str, int] = {}
         for hit in hits:
@@ -92,6 +108,44 @@ class Searcher:
         if with_images and results:
             results = self._with_images(results)
         return results
+
+    def _fuse(self, question: str, vector: Any, hits: list[SearchHit], wanted: int, source: str | None,
+              weight: float, per_page: int | None) -> list[SearchHit]:
+        """*hits* (the vector ranking) fused with the keyword ranking of as many chunks. Results one page
+        apiece (*per_page* set) fuse the two rankings of pages, each page ranked by its best chunk in
+        either list, and keep each page's chunks in their own order; otherwise the chunks themselves."""
+        keyword = [cid for cid, _ in self.keywords().top(question, wanted, source)]
+        by_id = {hit.id: hit for hit in hits}
+        missing = [cid for cid in keyword if cid not in by_id]
+        if missing:
+            by_id.update((hit.id, hit) for hit in self.index.hits_for(missing, vector))
+        keyword = [cid for cid in keyword if cid in by_id]  # deleted since the keyword index was built
+        dense = [hit.id for hit in hits]
+        if per_page is None:
+            score = _rrf([dense, keyword], [1.0, weight])
+            return [by_id[cid] for cid in sorted(score, key=lambda cid: -score[cid])]
+
+        def page(cid: str) -> str:
+            return str(by_id[cid].metadata.get("page_id", cid))
+
+        page_score = _rrf([list(dict.fromkeys(map(page, dense))), list(dict.fromkeys(map(page, keyword)))],
+                          [1.0, weight])
+        # within a page: its vector-ranked chunks first, then those only the keywords found
+        own = {cid: i for i, cid in enumerate(dict.fromkeys(dense + keyword))}
+        return [by_id[cid] for cid in sorted(own, key=lambda cid: (-page_score[page(cid)], own[cid]))]
+
+    def keywords(self) -> LexicalIndex:
+        """The keyword index of the collection, rebuilt when the collection changed since it was built."""
+        # A persistent index tells cheaply that nothing wrote to it; otherwise every chunk id is read.
+        stamp = self.index.stamp()
+        if self._lexical is not None and stamp is not None and stamp == self._lexical_stamp:
+            return self._lexical
+        fingerprint = corpus_fingerprint(list(self.index.chunk_hashes().items()))
+        if self._lexical is None or self._lexical.fingerprint != fingerprint:
+            folder = self.config.data_dir / "lexical" / self.config.chroma_collection
+            self._lexical = LexicalIndex.for_index(self.index, folder, fingerprint)
+        self._lexical_stamp = stamp
+        return self._lexical
 
     def _state(self) -> StateStore | None:
         if self._store is None and self._own_store is None:
@@ -121,6 +175,15 @@ class Searcher:
         if self._own_store is not None:
             self._own_store.close()
             self._own_store = None
+
+
+def _rrf(rankings: list[list[str]], weights: list[float]) -> dict[str, float]:
+    """Reciprocal rank fusion: each ranking adds ``weight / (RRF_K + rank)`` to each of its items."""
+    score: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        for rank, item in enumerate(ranking, 1):
+            score[item] = score.get(item, 0.0) + weight / (RRF_K + rank)
+    return score
 
 
 def search(question: str, *, k: int = 5, source: str | None = None, per_page: int | None = 1,

@@ -80,6 +80,18 @@ class VectorIndex(Protocol):
     def rename_source(self, old: str, new: str) -> int: ...
     def count(self, source: str | None = None, page_id: str | None = None) -> int: ...
     def query(self, vector: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]: ...
+    def hits_for(self, ids: Sequence[str], vector: np.ndarray) -> list[SearchHit]:
+        """The chunks *ids* (those that exist, in that order), scored against *vector*."""
+        ...
+    def chunk_hashes(self) -> dict[str, str]:
+        """Every chunk's id -> chunk_hash."""
+        ...
+    def documents(self) -> tuple[list[str], list[str], list[str]]:
+        """Every chunk's id, source and document, aligned."""
+        ...
+    def stamp(self) -> object | None:
+        """A cheap value that changes whenever the index is written (None: no such value, ask the index)."""
+        ...
     def close(self) -> None: ...
 
 
@@ -217,6 +229,56 @@ class ChromaIndex:
                                         strict=True):
             hits.append(SearchHit(cid, doc or "", dict(meta or {}), 1.0 - float(dist)))
         return hits
+
+    def hits_for(self, ids: Sequence[str], vector: np.ndarray) -> list[SearchHit]:
+        query = np.asarray(vector, dtype=np.float32)
+        found: dict[str, SearchHit] = {}
+        for batch in self._batches(list(ids)):
+            got = self.collection.get(ids=list(batch), include=["documents", "metadatas", "embeddings"])
+            embeddings = got.get("embeddings")
+            if embeddings is None:
+                continue
+            for cid, doc, meta, emb in zip(got["ids"], got.get("documents") or [], got.get("metadatas") or [],
+                                           embeddings, strict=True):
+                # stored vectors are normalized (the embedder's contract): cosine is the dot product
+                found[cid] = SearchHit(cid, doc or "", dict(meta or {}),
+                                       float(np.dot(np.asarray(emb, dtype=np.float32), query)))
+        return [found[cid] for cid in ids if cid in found]
+
+    def _scan(self, include: list[str]) -> Iterable[dict[str, Any]]:
+        """The whole collection, a page of results at a time."""
+        step = max(1, min(self.max_batch, 5000))
+        offset = 0
+        while True:
+            got = self.collection.get(include=include, limit=step, offset=offset)  # type: ignore[arg-type]
+            if not got["ids"]:
+                return
+            yield dict(got)
+            offset += len(got["ids"])
+
+    def chunk_hashes(self) -> dict[str, str]:
+        hashes: dict[str, str] = {}
+        for got in self._scan(["metadatas"]):
+            for cid, meta in zip(got["ids"], got.get("metadatas") or [], strict=True):
+                hashes[cid] = str((meta or {}).get("chunk_hash", ""))
+        return hashes
+
+    def documents(self) -> tuple[list[str], list[str], list[str]]:
+        ids: list[str] = []
+        sources: list[str] = []
+        documents: list[str] = []
+        for got in self._scan(["documents", "metadatas"]):
+            for cid, doc, meta in zip(got["ids"], got.get("documents") or [], got.get("metadatas") or [],
+                                      strict=True):
+                ids.append(cid)
+                sources.append(str((meta or {}).get("source", "")))
+                documents.append(doc or "")
+        return ids, sources, documents
+
+    def stamp(self) -> object | None:
+        if self.location.startswith(("http://", "https://")):
+            return None
+        return persistent_stamp(Path(self.location))
 
     def close(self) -> None:
         client = self.client

@@ -1,0 +1,156 @@
+"""Keyword ranking (BM25) of the indexed chunks, fused with the vector ranking by search.
+
+A small sentence embedding model matches meaning well and exact terms badly: an error code (``23505``), a
+function (``string_agg``), an option name. BM25 over the same chunk texts finds those, and search fuses
+both rankings (:mod:`docscraper.search`). The BM25 index is built with ``bm25s`` (English stop words,
+Snowball stemming) from the vector index's own documents: the vector index stays the one store a crawl
+writes, and nothing here can drift from it.
+
+Building it reads every chunk, so it is cached on disk under ``DATA_DIR/lexical/<collection>/``, keyed by
+a fingerprint of the collection: every chunk id with its ``chunk_hash`` (ids follow the page's content
+hash, ``chunk_hash`` the chunk's text). A search whose fingerprint differs (a crawl changed the index)
+rebuilds it, once; a process that keeps a :class:`~docscraper.search.Searcher` keeps it in memory and
+checks the fingerprint before each question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LexicalIndex", "corpus_fingerprint", "tokenize"]
+
+logger = logging.getLogger(__name__)
+
+_STEMMER: Any = None
+
+
+def _stemmer() -> Any:
+    global _STEMMER
+    if _STEMMER is None:
+        import Stemmer
+
+        _STEMMER = Stemmer.Stemmer("english")
+    return _STEMMER
+
+
+def tokenize(texts: Sequence[str]) -> list[list[str]]:
+    """Lower-cased word tokens of two or more characters (``_`` is a word character, so ``string_agg``
+    stays one), English stop words (NLTK's list) out, stemmed."""
+    import bm25s
+
+    tokens: list[list[str]] = bm25s.tokenize(list(texts), stopwords="en_plus", stemmer=_stemmer(),
+                                            return_ids=False, show_progress=False)
+    return tokens
+
+
+def corpus_fingerprint(entries: Sequence[tuple[str, str]]) -> str:
+    """The fingerprint of a collection from its ``(chunk id, chunk_hash)`` pairs, in any order."""
+    digest = hashlib.sha256()
+    for cid, chash in sorted(entries):
+        digest.update(f"{cid}\t{chash}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+@dataclass
+class LexicalIndex:
+    """BM25 over chunk texts; :meth:`top` ranks chunk ids for a question, within one source or all."""
+
+    fingerprint: str
+    ids: list[str]
+    sources: np.ndarray  # the source of each chunk, aligned with ids
+    bm25: Any
+
+    @classmethod
+    def build(cls, fingerprint: str, ids: Sequence[str], sources: Sequence[str],
+              documents: Sequence[str]) -> LexicalIndex:
+        import bm25s
+
+        bm25 = bm25s.BM25()
+        # An empty token list would leave a chunk out of bm25s's matrix and shift every id after it.
+        bm25.index([tokens or [""] for tokens in tokenize(documents)], show_progress=False)
+        return cls(fingerprint, list(ids), np.asarray(list(sources), dtype=object), bm25)
+
+    def top(self, question: str, n: int, source: str | None = None) -> list[tuple[str, float]]:
+        """At most *n* ``(chunk id, score)`` pairs, best first; chunks that share no term are left out."""
+        if not self.ids:
+            return []
+        terms = tokenize([question])[0]
+        token_ids = self.bm25.get_tokens_ids(terms)
+        if not token_ids:
+            return []
+        scores = np.asarray(self.bm25.get_scores_from_ids(token_ids), dtype=np.float64)
+        if source is not None:
+            scores = np.where(self.sources == source, scores, 0.0)
+        n = min(n, len(scores))
+        best = np.argpartition(-scores, n - 1)[:n]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [(self.ids[i], float(scores[i])) for i in best if scores[i] > 0]
+
+    # --- the on-disk cache -------------------------------------------------------------------------
+
+    def save(self, folder: Path) -> None:
+        """Write the index to *folder* atomically (a sibling temporary folder, then a rename)."""
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".lexical-", dir=folder.parent))
+        try:
+            self.bm25.save(str(tmp / "bm25"))
+            (tmp / "chunks.json").write_text(json.dumps({
+                "fingerprint": self.fingerprint, "ids": self.ids, "sources": [str(s) for s in self.sources],
+            }), encoding="utf-8")
+            old = folder.with_name(folder.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            if folder.exists():
+                os.replace(folder, old)
+            os.replace(tmp, folder)
+            shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, folder: Path, fingerprint: str) -> LexicalIndex | None:
+        """The index cached in *folder* if it was built for *fingerprint*; None when absent, stale or
+        unreadable (it is then rebuilt)."""
+        import bm25s
+
+        try:
+            meta = json.loads((folder / "chunks.json").read_text(encoding="utf-8"))
+            if meta.get("fingerprint") != fingerprint:
+                return None
+            bm25 = bm25s.BM25.load(str(folder / "bm25"), mmap=False)
+            return cls(fingerprint, list(meta["ids"]), np.asarray(meta["sources"], dtype=object), bm25)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            logger.info("Rebuilding the keyword index: the cache in %s cannot be read (%s)", folder, exc)
+            return None
+
+    @classmethod
+    def for_index(cls, index: Any, folder: Path | None, fingerprint: str) -> LexicalIndex:
+        """The keyword index of *index* (a :class:`~docscraper.vectors.VectorIndex`) whose
+        :func:`corpus_fingerprint` is *fingerprint*: from *folder*'s cache when it was built for it, else
+        built from the collection's documents (and cached)."""
+        if folder is not None:
+            cached = cls.load(folder, fingerprint)
+            if cached is not None:
+                return cached
+        started = time.monotonic()
+        ids, sources, documents = index.documents()
+        built = cls.build(fingerprint, ids, sources, documents)
+        logger.info("Built the keyword index of %d chunks in %.1f s", len(ids), time.monotonic() - started)
+        if folder is not None:
+            try:
+                built.save(folder)
+            except OSError as exc:  # a read-only data folder still searches, only slower next time
+                logger.warning("Cannot cache the keyword index in %s: %s", folder, exc)
+        return built

@@ -1,0 +1,163 @@
+"""Hybrid search: the BM25 keyword index derived from Chroma, its cache, and its fusion with the vectors.
+
+A small deterministic embedder stands in for the model here (pipeline logic only); the real model's
+retrieval is measured in tests/test_retrieval.py and benchmarks/retrieval_eval.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from docscraper.config import DocscraperConfig
+from docscraper.lexical import LexicalIndex, corpus_fingerprint, tokenize
+from docscraper.search import Searcher
+from docscraper.vectors import ChromaIndex, ChunkRecord, chunk_id
+
+DIM = 16
+
+
+def axis(i: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    v[i] = 1.0
+    return v
+
+
+class FixedEmbedder:
+    """Every question embeds to one fixed direction: the vector ranking is known in advance."""
+
+    def __init__(self, vector: np.ndarray) -> None:
+        self.vector = vector
+        self.calls = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls += 1
+        return np.stack([self.vector for _ in texts])
+
+    def close(self) -> None:
+        pass
+
+
+PAGES = {
+    # page: (text, direction of its vector)
+    "url_errors": ("Error codes. SQLSTATE 23505 unique_violation: a duplicate key value violates a unique "
+                   "constraint.", 5),
+    "url_agg": ("Aggregate functions. string_agg concatenates the input values into a string, separated "
+                "by a delimiter.", 6),
+}
+
+
+def fill(index: ChromaIndex, n_distractors: int = 30, source: str = "pg") -> None:
+    """Distractor pages near direction 0 (where every question points), and the two answer pages far away."""
+    records = []
+    for i in range(n_distractors):
+        v = axis(0) + 0.01 * (i + 1) * axis(1)
+        records.append(ChunkRecord(chunk_id(f"url_d{i:02d}", "0" * 12, 0),
+                                   f"General notes {i} about tables, rows and queries.",
+                                   v / np.linalg.norm(v),
+                                   {"source": source, "page_id": f"url_d{i:02d}", "url": f"http://x/d{i}.html",
+                                    "chunk_hash": f"d{i}", "title": f"D{i}", "heading": ""}))
+    for page, (text, direction) in PAGES.items():
+        records.append(ChunkRecord(chunk_id(page, "1" * 12, 0), text, axis(direction),
+                                   {"source": source, "page_id": page, "url": f"http://x/{page}.html",
+                                    "chunk_hash": page, "title": page, "heading": ""}))
+    index.upsert(records)
+
+
+@pytest.fixture
+def index(tmp_path: Path):
+    index = ChromaIndex(path=tmp_path / "chroma")
+    fill(index)
+    yield index
+    index.close()
+
+
+def config(tmp_path: Path, weight: float = 1.0) -> DocscraperConfig:
+    return DocscraperConfig(data_dir=tmp_path, state_url="sqlite://", search_keyword_weight=weight)
+
+
+def test_tokens_keep_identifiers_and_codes_and_drop_stop_words() -> None:
+    tokens = tokenize(["What does the SQLSTATE error code 23505 mean in string_agg?"])[0]
+    assert "23505" in tokens and "string_agg" in tokens and "sqlstate" in tokens
+    assert not {"the", "what", "does", "doe", "in"} & set(tokens)
+
+
+def test_keyword_index_ranks_exact_terms_and_filters_by_source(index: ChromaIndex) -> None:
+    ids, sources, documents = index.documents()
+    assert len(ids) == len(sources) == len(documents) == 32
+    lexical = LexicalIndex.build("fp", ids, sources, documents)
+    top = lexical.top("What does error code 23505 mean?", 5)
+    assert top[0][0].startswith("url_errors-") and top[0][1] > 0
+    assert lexical.top("string_agg with a delimiter", 5)[0][0].startswith("url_agg-")
+    assert lexical.top("23505", 5, source="other") == []
+    assert lexical.top("the of and", 5) == []  # only stop words: nothing to rank
+
+
+def test_vector_ranking_alone_misses_the_exact_term_page(tmp_path: Path, index: ChromaIndex) -> None:
+    searcher = Searcher(config(tmp_path, weight=0), embedder=FixedEmbedder(axis(0)), index=index)
+    urls = [r.url for r in searcher.search("What does error code 23505 mean?", k=5)]
+    assert "http://x/url_errors.html" not in urls
+    assert not (tmp_path / "lexical").exists()  # weight 0: no keyword index is built
+
+
+def test_hybrid_search_finds_it_and_keeps_cosine_scores(tmp_path: Path, index: ChromaIndex) -> None:
+    searcher = Searcher(config(tmp_path), embedder=FixedEmbedder(axis(0)), index=index)
+    results = searcher.search("What does error code 23505 mean?", k=5)
+    assert [r.url for r in results].count("http://x/url_errors.html") == 1
+    hit = next(r for r in results if r.url == "http://x/url_errors.html")
+    # the score is still the chunk's cosine to the question (orthogonal here), not a fusion score
+    assert hit.score == pytest.approx(0.0, abs=1e-4)
+    assert hit.text.startswith("Error codes.") and hit.title == "url_errors" and hit.rank <= 5
+    # distractors keep their vector order around it
+    scores = [r.score for r in results if r.url != hit.url]
+    assert scores == sorted(scores, reverse=True)
+    assert len({r.page_id for r in results}) == len(results) == 5
+
+
+def test_keyword_index_is_cached_and_rebuilt_when_the_collection_changes(tmp_path: Path,
+                                                                         index: ChromaIndex) -> None:
+    searcher = Searcher(config(tmp_path), embedder=FixedEmbedder(axis(0)), index=index)
+    first = searcher.keywords()
+    folder = tmp_path / "lexical" / "docs"
+    assert (folder / "chunks.json").is_file()
+    assert searcher.keywords() is first  # unchanged collection: the same index, not rebuilt
+    # a fresh searcher loads the cache instead of rebuilding
+    again = Searcher(config(tmp_path), embedder=FixedEmbedder(axis(0)), index=index).keywords()
+    assert again.fingerprint == first.fingerprint and again.ids == first.ids
+    # a crawl adds a page: the next question sees it
+    index.upsert([ChunkRecord(chunk_id("url_new", "2" * 12, 0), "Checksums detect data corruption on disk.",
+                              axis(7), {"source": "pg", "page_id": "url_new", "url": "http://x/new.html",
+                                        "chunk_hash": "new", "title": "new", "heading": ""})])
+    results = searcher.search("How are checksums enabled?", k=5)
+    assert "http://x/new.html" in [r.url for r in results]
+    assert searcher.keywords().fingerprint != first.fingerprint
+    # a chunk deleted from Chroma after the keyword index was built is never returned
+    index.delete([chunk_id("url_new", "2" * 12, 0)])
+    stale = searcher._lexical
+    assert stale is not None
+    assert "http://x/new.html" not in [r.metadata["url"] for r in searcher._fuse(
+        "checksums", axis(0), index.query(axis(0), 8), 8, None, 1.0, 1)]
+
+
+def test_a_damaged_cache_is_rebuilt(tmp_path: Path, index: ChromaIndex) -> None:
+    fingerprint = corpus_fingerprint(list(index.chunk_hashes().items()))
+    folder = tmp_path / "lexical" / "docs"
+    LexicalIndex.for_index(index, folder, fingerprint)
+    (folder / "chunks.json").write_text("{not json", encoding="utf-8")
+    assert LexicalIndex.load(folder, fingerprint) is None
+    rebuilt = LexicalIndex.for_index(index, folder, fingerprint)
+    assert rebuilt.top("23505", 1)[0][0].startswith("url_errors-")
+    assert LexicalIndex.load(folder, fingerprint) is not None
+
+
+def test_keyword_weight_is_validated() -> None:
+    from scrapy.settings import Settings
+
+    from docscraper.config import ConfigError
+
+    assert DocscraperConfig.from_settings(Settings()).search_keyword_weight == 0.5
+    assert DocscraperConfig.from_settings(Settings({"DOCSCRAPER_SEARCH_KEYWORD_WEIGHT": "0"})).search_keyword_weight == 0
+    with pytest.raises(ConfigError, match="DOCSCRAPER_SEARCH_KEYWORD_WEIGHT"):
+        DocscraperConfig.from_settings(Settings({"DOCSCRAPER_SEARCH_KEYWORD_WEIGHT": "-1"}))
