@@ -52,7 +52,7 @@ from bs4.element import (
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from docscraper.images import ImageRef, html_images, image_source, markdown_images
+from docscraper.images import ImageRef, html_images, image_alt, image_source, markdown_images
 
 __all__ = [
     "MAX_HTML_CHARS",
@@ -1437,7 +1437,7 @@ class _DocsConverter(_BaseConverter):
         return f"{prefix}[{text}]({href}){suffix}"
 
     def convert_img(self, el: Tag, text: str, parent_tags: set[str]) -> str:
-        alt = _collapse_ws(_attr(el, "alt")).replace("[", "\\[").replace("]", "\\]")
+        alt = image_alt(el).replace("[", "\\[").replace("]", "\\]")
         url = self._url(image_source(el))
         if "_inline" in parent_tags or not url:
             return alt

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from bs4 import NavigableString, Tag
 
-__all__ = ["MAX_IMAGES", "ImageRef", "html_images", "image_source", "markdown_images"]
+__all__ = ["MAX_IMAGES", "ImageRef", "html_images", "image_alt", "image_source", "markdown_images"]
 
 #: Images recorded per page at most; a page beyond that is a gallery or hostile, not documentation.
 MAX_IMAGES = 500
@@ -102,6 +102,21 @@ def _largest_candidate(srcset: str) -> str:
         if size > best_size:
             best, best_size = url, size
     return best
+
+
+_FILE_NAME_RE = re.compile(r"^\S+\.(?:png|jpe?g|gif|svg|webp|avif|bmp|ico|tiff?)$", re.IGNORECASE)
+
+
+def image_alt(img: Tag) -> str:
+    """The alt text of an ``<img>``, white space collapsed; ``""`` when it only repeats the image's file
+    (Sphinx writes the path, ``../_images/x.png``, as the alt of an image given no ``:alt:``): a path
+    tells a reader or a question nothing, and would be embedded with the page's text."""
+    alt = _collapse(_attr(img, "alt"))
+    if not alt or not _FILE_NAME_RE.match(alt):
+        return alt
+    name = alt.rsplit("/", 1)[-1].lower()
+    sources = [_attr(img, "src"), image_source(img)]
+    return "" if any(src and urlsplit(src).path.rsplit("/", 1)[-1].lower() == name for src in sources) else alt
 
 
 def image_source(img: Tag) -> str:
@@ -180,7 +195,7 @@ def html_images(images: Iterable[Tag], root: Tag, resolve: Callable[[str], str |
         url = _accept(resolve(image_source(img)))
         if url is None:
             continue
-        ref = ImageRef(url, _collapse(_attr(img, "alt")), _caption(img, root), _collapse(_attr(img, "title")) or None)
+        ref = ImageRef(url, image_alt(img), _caption(img, root), _collapse(_attr(img, "title")) or None)
         if ref not in seen:
             seen.add(ref)
             found.append(ref)

@@ -68,6 +68,20 @@ def test_figure_caption_alt_title_and_relative_urls() -> None:
     ]
 
 
+def test_an_alt_that_only_repeats_the_file_name_is_no_alt_text() -> None:
+    # Sphinx writes the image's path as the alt of an image given no :alt:
+    html = page('<img alt="../_images/pathlib-inheritance.png" src="../_images/pathlib-inheritance.png">'
+                '<img alt="Overview.PNG" data-src="img/overview.png" src="data:image/gif;base64,R0lGOD">'
+                '<img alt="logo.png" src="img/banner.png"><img alt="The pathlib classes" src="img/p.png">')
+    extracted = extract_html(html, PAGE)
+    assert [(image.url.rsplit("/", 1)[-1], image.alt) for image in extracted.images] == [
+        ("pathlib-inheritance.png", ""), ("overview.png", ""), ("banner.png", "logo.png"),
+        ("p.png", "The pathlib classes"),
+    ]
+    assert "pathlib-inheritance.png]" not in extracted.markdown and "Overview" not in extracted.markdown
+    assert "![logo.png]" in extracted.markdown and "![The pathlib classes]" in extracted.markdown
+
+
 def test_only_the_enclosing_figure_gives_a_caption() -> None:
     got = images(
         "<figure><img src='a.png' alt='A'><figcaption>Caption of A</figcaption></figure>"
