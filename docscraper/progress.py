@@ -89,6 +89,19 @@ def queued_requests(crawler: Crawler) -> tuple[int, int]:
     return queued or 0, in_flight
 
 
+def stopping(crawler: Crawler) -> bool:
+    """Whether the crawl is closing (SIGTERM or Ctrl-C, a close-spider limit, the watchdog): it takes no new
+    page, but pages in flight and in the pipelines still finish, which can take minutes."""
+    if getattr(crawler, "crawling", True) is False:
+        return True
+    engine = crawler.engine
+    if engine is None:
+        return False
+    if getattr(engine, "running", True) is False:
+        return True
+    return getattr(getattr(engine, "_slot", None), "closing", None) is not None
+
+
 def _outcomes(run: CrawlRun, status: str) -> dict[str, Any]:
     tally = run.ledger.tally
     prefix = f"{status}."
@@ -130,6 +143,8 @@ def build_progress(run: CrawlRun, meter: RateMeter | None = None, *, interval: f
         "embeddings_computed": run.counters["embeddings_computed"],
         "rate": {"overall": round(overall, 3), "recent": round(overall if recent is None else recent, 3)},
     }
+    if stopping(run.crawler):
+        progress["stopping"] = True
     if interval is not None:
         progress["interval_s"] = interval
     return progress

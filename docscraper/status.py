@@ -198,6 +198,8 @@ def describe(status: RunStatus, *, recent: int = 3) -> list[str]:
         head.append(f"no heartbeat since {_when(status.heartbeat_at)} (host {status.host or '?'}, pid {status.pid})")
     else:
         head.append(f"host {status.host or '?'}, pid {status.pid}")
+        if status.progress.get("stopping"):
+            head.append("stopping: finishing the pages in flight and in the pipelines")
     lines = ["  ".join(head)]
     progress = status.progress
     pages = progress.get("pages") or {}

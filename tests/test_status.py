@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -124,6 +125,11 @@ def test_build_progress_counts_pages_failures_and_refusals() -> None:
     # pages fetched and waiting in the pipelines (for the model) are known though neither queued nor in flight
     waiting = build_progress(fake_run(ledger, scheduled_pages=30), RateMeter(), interval=0.5)
     assert waiting["pages"]["known"] == 30
+    assert "stopping" not in progress
+    # SIGTERM: the crawler stops taking pages while the in-flight ones finish; status says so
+    closing = fake_run(ledger)
+    closing.crawler.crawling = False
+    assert build_progress(closing, RateMeter())["stopping"] is True
 
 
 def test_rate_meter_measures_the_recent_window() -> None:
@@ -219,6 +225,8 @@ def test_crawl_status_reports_running_died_and_finished(tmp_path: Path) -> None:
     assert set(data[0]) == set(RunStatus.__dataclass_fields__)
     assert data[0]["started_at"].endswith("Z") and data[3]["finished_at"] is None
     assert describe(died)[0].startswith("docs  DIED  run d2")
+    assert "stopping" not in describe(running)[0]
+    assert "stopping: finishing" in describe(replace(running, progress={"stopping": True}))[0]
     assert "result success (close reason finished)" in describe(finished)[0]
 
 
