@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -50,8 +51,10 @@ def test_crawl_search_and_recrawl_through_a_chroma_server(site: DocsServer, craw
     # each page's chunks on the server equal its state row's count
     assert {pid: n for pid, n in counts.items() if n} == dict(Counter(m["page_id"] for m in rows.values()))
     assert first.report["counters"]["chunks_added"] == len(rows)
+    assert len({cid.split('-', 1)[0] for cid in rows}) == 1
     for cid, meta in rows.items():
-        assert cid == f"{meta['page_id']}-{meta['content_hash'][:12]}-{meta['chunk_index']:04d}"
+        # s<source id>-<page id>-<content hash[:12]>-<index>: one source, so one prefix for all
+        assert re.fullmatch(rf"s\d+-{meta['page_id']}-{meta['content_hash'][:12]}-{meta['chunk_index']:04d}", cid)
 
     # `scrapy search` with the same setting (from the environment here) asks the server
     env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(first.data_dir), DOCSCRAPER_CHROMA_URL=chroma_server.url,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -58,10 +59,12 @@ def test_crawl_indexes_every_page_within_the_model_limit(site: DocsServer, crawl
     assert {pid: n for pid, n in counts.items() if n} == dict(per_page)
     assert report["counters"]["chunks_added"] == len(rows)
     assert report["counters"]["embeddings_computed"] == len(rows)
+    assert len({cid.split('-', 1)[0] for cid in rows}) == 1
     for cid, meta in rows.items():
         for key in ("source", "page_id", "url", "title", "heading", "chunk_index", "content_hash"):
             assert key in meta, (cid, key)
-        assert cid == f"{meta['page_id']}-{meta['content_hash'][:12]}-{meta['chunk_index']:04d}"
+        # s<source id>-<page id>-<content hash[:12]>-<index>: one source, so one prefix for all
+        assert re.fullmatch(rf"s\d+-{meta['page_id']}-{meta['content_hash'][:12]}-{meta['chunk_index']:04d}", cid)
     # no chunk is longer than the model's limit, measured with its own tokenizer
     got = chroma(result).collection.get(include=["documents", "metadatas"])
     texts = [f"{m['title']}\n{m['heading']}\n\n{d}" if m["heading"] else f"{m['title']}\n\n{d}"
