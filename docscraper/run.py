@@ -22,7 +22,7 @@ import socket
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote, urlsplit
 
 from scrapy import signals
@@ -87,6 +87,11 @@ def run_for(crawler: Crawler) -> CrawlRun | None:
     return run if isinstance(run, CrawlRun) else None
 
 
+def _stop_threads(threads: ThreadPool) -> None:
+    if threads.started:
+        threads.stop()
+
+
 def _iso(value: datetime) -> str:
     return value.isoformat().replace("+00:00", "Z")
 
@@ -130,6 +135,7 @@ class CrawlRun:
         self._seen: list[PageSeen] = []
         self._failures: list[PageFailure] = []
         self._pools: dict[str, ThreadPool] = {}
+        self._pool_triggers: dict[str, Any] = {}
         self.vectors: VectorIndex | None = None
         self._embedder: Embedder | None = None
         self._embedder_error: Exception | None = None
@@ -154,9 +160,26 @@ class CrawlRun:
         from twisted.internet import reactor  # imported late: importing it installs a reactor
 
         if pool not in self._pools:
-            self._pools[pool] = ThreadPool(minthreads=1, maxthreads=1, name=f"docscraper-{pool}")
-            self._pools[pool].start()
+            threads = ThreadPool(minthreads=1, maxthreads=1, name=f"docscraper-{pool}")
+            threads.start()
+            self._pools[pool] = threads
+            # A forced shutdown (a second SIGTERM or Ctrl-C) stops the reactor without closing the
+            # spider; the pool's threads are not daemons, so unless the reactor stops them the process
+            # never exits. Twisted stops its own thread pool the same way.
+            self._pool_triggers[pool] = cast("Any", reactor).addSystemEventTrigger(
+                "during", "shutdown", _stop_threads, threads
+            )
         return deferToThreadPool(reactor, self._pools[pool], func, *args, **kwargs)
+
+    def _stop_pools(self) -> None:
+        """Stop the run's thread pools (each after the call it is running, if any) at spider close."""
+        from twisted.internet import reactor
+
+        for name, threads in self._pools.items():
+            trigger = self._pool_triggers.pop(name, None)
+            if trigger is not None:
+                cast("Any", reactor).removeSystemEventTrigger(trigger)
+            _stop_threads(threads)
 
     async def call(self, pool: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking call on one of the run's single-thread pools: ``state`` (SQL), ``index``
@@ -540,8 +563,7 @@ class CrawlRun:
                 self.vectors.close()
             if self._embedder is not None:
                 self._embedder.close()
-            for pool in self._pools.values():
-                pool.stop()
+            self._stop_pools()
 
     async def close(self, reason: str) -> dict[str, Any] | None:
         if not self.opened:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -101,6 +103,57 @@ def test_unchanged_recrawl_writes_nothing_and_edits_replace_only_their_chunks(
     assert c["chunks_deleted"] == len(old_delivery) and c["chunks_added"] == len(delivery)
     assert c["embeddings_reused"] >= 1 and c["embeddings_computed"] < len(delivery)
     assert c["embeddings_computed"] + c["embeddings_reused"] == len(delivery)
+
+
+def test_a_forced_stop_exits_and_leaves_the_state_behind_the_index(site: DocsServer, crawl: Crawl,
+                                                                   tmp_path: Path) -> None:
+    """A second SIGTERM (Scrapy's "Send again to force") stops the reactor without closing the spider:
+    the process must still exit (the run's worker threads must not keep it alive), no state row may be
+    ahead of the index (DESIGN rule 1), and the next run indexes every page."""
+    routes_path = site.root / "_routes.json"
+    original = routes_path.read_text()
+    routes = json.loads(original)
+    routes["/docs/guide/delivery.html"] = {"status": 200, "delay": 20,
+                                           "body": "<html><body><main><p>slow</p></main></body></html>"}
+    routes_path.write_text(json.dumps(routes))
+    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", PYTHONWARNINGS="")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={site.base_url}/docs/",
+         "-s", "DOCSCRAPER_INDEX_ENABLED=1", "-s", "DOWNLOAD_TIMEOUT=60"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and site.hits("/docs/guide/delivery.html") < 1:
+        time.sleep(0.1)
+    assert site.hits("/docs/guide/delivery.html") >= 1, "the crawl never reached the slow page"
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        pytest.fail(f"the crawl did not exit after a forced shutdown\n{stderr[-3000:]}")
+    assert "forcing unclean shutdown" in stderr, stderr[-3000:]
+    data_dir = tmp_path / "data"
+    if (data_dir / "chroma").exists():
+        index = ChromaIndex(path=data_dir / "chroma")
+        stored = Counter(meta["page_id"] for meta in index.collection.get(include=["metadatas"])["metadatas"])
+        index.close()
+        db = sqlite3.connect(data_dir / "state.db")
+        committed = db.execute("SELECT page_id, chunk_count FROM pages WHERE status = 'active'").fetchall()
+        db.close()
+        # a committed row never names chunks the index lacks
+        assert all(stored[pid] == (n or 0) for pid, n in committed)
+    routes_path.write_text(original)
+    second = crawl(f"{site.base_url}/docs/", index=True)
+    assert second.report["closeReason"] == "finished"
+    rows = chunk_rows(second)
+    counts = state_chunk_counts(second)
+    assert len(counts) == ALLOWED_PAGES
+    assert {pid: n for pid, n in counts.items() if n} == dict(Counter(m["page_id"] for m in rows.values()))
 
 
 def test_removed_page_loses_its_chunks_and_search_finds_pages(site: DocsServer, crawl: Crawl,
