@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 #: Reciprocal rank fusion's constant: a list's item at rank r adds weight / (RRF_K + r).
 RRF_K = 10
+#: The most chunks one question asks each ranking for, however few pages they fall on.
+MAX_CANDIDATES = 2000
 
 
 @dataclass(frozen=True)
@@ -78,33 +80,19 @@ class Searcher:
         if k < 1:
             raise ValueError("k must be 1 or more")
         vector = self.embedder.embed([question])[0]
-        # Asking for more than k leaves room for the per-page limit.
-        wanted = k if per_page is None else k * 8
-        hits = self.index.query(vector, wanted, source)
         weight = self.config.search_keyword_weight
-        if weight > 0 and hits:
-            hits = self._fuse(question, vector, hits, wanted, source, weight, per_page)
-        results: list[SearchResult] = []
-        per: dict[str, int] = {}
-        for hit in hits:
-            meta = hit.metadata
-            page = str(meta.get("page_id", ""))
-            if per_page is not None and per.get(page, 0) >= per_page:
-                continue
-            per[page] = per.get(page, 0) + 1
-            results.append(SearchResult(
-                rank=len(results) + 1,
-                score=round(hit.score, 4),
-                url=str(meta.get("url", "")),
-                title=str(meta.get("title", "")),
-                heading=str(meta.get("heading", "")),
-                text=hit.document,
-                source=str(meta.get("source", "")),
-                page_id=page,
-                chunk_id=hit.id,
-            ))
-            if len(results) >= k:
+        # Asking for more than k leaves room for the per-page limit; when a few pages hold all those
+        # chunks, ask again for more, so that k pages come back whenever the index has them.
+        wanted = k if per_page is None else k * 8
+        while True:
+            hits = self.index.query(vector, wanted, source)
+            exhausted = len(hits) < wanted
+            if weight > 0 and hits:
+                hits = self._fuse(question, vector, hits, wanted, source, weight, per_page)
+            results = _results(hits, k, per_page)
+            if len(results) >= k or exhausted or wanted >= MAX_CANDIDATES:
                 break
+            wanted = min(wanted * 4, MAX_CANDIDATES)
         if with_images and results:
             results = self._with_images(results)
         return results
@@ -175,6 +163,32 @@ class Searcher:
         if self._own_store is not None:
             self._own_store.close()
             self._own_store = None
+
+
+def _results(hits: list[SearchHit], k: int, per_page: int | None) -> list[SearchResult]:
+    """The first *k* of *hits* as results, at most *per_page* of each page (None: no limit)."""
+    results: list[SearchResult] = []
+    per: dict[str, int] = {}
+    for hit in hits:
+        meta = hit.metadata
+        page = str(meta.get("page_id", ""))
+        if per_page is not None and per.get(page, 0) >= per_page:
+            continue
+        per[page] = per.get(page, 0) + 1
+        results.append(SearchResult(
+            rank=len(results) + 1,
+            score=round(hit.score, 4),
+            url=str(meta.get("url", "")),
+            title=str(meta.get("title", "")),
+            heading=str(meta.get("heading", "")),
+            text=hit.document,
+            source=str(meta.get("source", "")),
+            page_id=page,
+            chunk_id=hit.id,
+        ))
+        if len(results) >= k:
+            break
+    return results
 
 
 def _rrf(rankings: list[list[str]], weights: list[float]) -> dict[str, float]:

@@ -161,3 +161,23 @@ def test_keyword_weight_is_validated() -> None:
     assert DocscraperConfig.from_settings(Settings({"DOCSCRAPER_SEARCH_KEYWORD_WEIGHT": "0"})).search_keyword_weight == 0
     with pytest.raises(ConfigError, match="DOCSCRAPER_SEARCH_KEYWORD_WEIGHT"):
         DocscraperConfig.from_settings(Settings({"DOCSCRAPER_SEARCH_KEYWORD_WEIGHT": "-1"}))
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.5])
+def test_k_pages_come_back_when_one_page_holds_all_the_nearest_chunks(tmp_path: Path, weight: float) -> None:
+    index = ChromaIndex(path=tmp_path / "chroma")
+    big = []
+    for i in range(60):  # one long page: every one of its chunks is nearer the question than any other page
+        v = axis(0) + 0.0001 * i * axis(1)
+        big.append(ChunkRecord(chunk_id("url_big", "3" * 12, i), f"Long page part {i}.", v / np.linalg.norm(v),
+                               {"source": "pg", "page_id": "url_big", "url": "http://x/big.html",
+                                "chunk_hash": f"big{i}", "title": "big", "heading": ""}))
+    index.upsert(big)
+    fill(index, n_distractors=4)
+    searcher = Searcher(config(tmp_path, weight=weight), embedder=FixedEmbedder(axis(0)), index=index)
+    results = searcher.search("a question", k=4)
+    assert len(results) == 4 and len({r.page_id for r in results}) == 4
+    assert results[0].url == "http://x/big.html"
+    # more pages asked for than the index holds: every page, once
+    assert len(searcher.search("a question", k=50)) == 7
+    index.close()
