@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,26 @@ def crawl(tmp_path: Path) -> Crawl:
         return result
 
     return run
+
+
+def crawl_until(site: DocsServer, data_dir: Path, path: str, *, hits: int = 1, index: bool = False,
+                timeout: float = 60) -> subprocess.Popen[str]:
+    """Start a crawl of the fixture site's ``/docs/`` in the background, as the ``crawl`` fixture would,
+    and return its process once the site has served *path* *hits* times (the test fails after *timeout*
+    seconds otherwise). Make *path* slow first (a ``delay`` route) to stop the crawl while it waits."""
+    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", PYTHONWARNINGS="")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={site.base_url}/docs/",
+         "-s", f"DOCSCRAPER_INDEX_ENABLED={int(index)}", "-s", "DOWNLOAD_TIMEOUT=60"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and site.hits(path) < hits and proc.poll() is None:
+        time.sleep(0.1)
+    if site.hits(path) < hits:
+        proc.kill()
+        pytest.fail(f"the crawl never reached {path}\n{proc.communicate()[1][-3000:]}")
+    return proc
 
 
 @pytest.fixture

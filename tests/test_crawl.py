@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +12,7 @@ import jsonschema
 import pytest
 
 from docscraper.report import load_schema, summarize
-from tests.conftest import ROOT, Crawl, CrawlResult
+from tests.conftest import Crawl, CrawlResult, crawl_until
 from tests.mockserver import DocsServer
 
 pytestmark = pytest.mark.crawl
@@ -225,16 +221,7 @@ def test_sigterm_mid_crawl_is_aborted_and_removes_nothing(site: DocsServer, craw
         routes[f"/docs/{page}"] = {"status": 200, "body": "<html><body><main><p>slow</p></main></body></html>",
                                    "delay": 8}
     routes_path.write_text(json.dumps(routes))
-    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(tmp_path / "data"))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={site.base_url}/docs/",
-         "-s", "DOCSCRAPER_INDEX_ENABLED=0", "-s", "DOWNLOAD_TIMEOUT=60"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and site.hits("/docs/guide/delivery.html") < 2:
-        time.sleep(0.1)
-    assert site.hits("/docs/guide/delivery.html") >= 2, "the crawl never reached the slow page"
+    proc = crawl_until(site, tmp_path / "data", "/docs/guide/delivery.html", hits=2)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=120)
     report = json.loads(next((tmp_path / "data" / "runs").glob("*/crawl-metadata.json")).read_text())

@@ -19,7 +19,7 @@ from docscraper.config import DocscraperConfig
 from docscraper.embedding import SentenceTransformerEmbedder
 from docscraper.search import Searcher
 from docscraper.vectors import ChromaIndex
-from tests.conftest import ROOT, Crawl, CrawlResult
+from tests.conftest import ROOT, Crawl, CrawlResult, crawl_until
 from tests.mockserver import DocsServer
 
 pytestmark = pytest.mark.crawl
@@ -116,16 +116,7 @@ def test_a_forced_stop_exits_and_leaves_the_state_behind_the_index(site: DocsSer
     routes["/docs/guide/delivery.html"] = {"status": 200, "delay": 20,
                                            "body": "<html><body><main><p>slow</p></main></body></html>"}
     routes_path.write_text(json.dumps(routes))
-    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", PYTHONWARNINGS="")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={site.base_url}/docs/",
-         "-s", "DOCSCRAPER_INDEX_ENABLED=1", "-s", "DOWNLOAD_TIMEOUT=60"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and site.hits("/docs/guide/delivery.html") < 1:
-        time.sleep(0.1)
-    assert site.hits("/docs/guide/delivery.html") >= 1, "the crawl never reached the slow page"
+    proc = crawl_until(site, tmp_path / "data", "/docs/guide/delivery.html", index=True, timeout=120)
     time.sleep(2)
     proc.send_signal(signal.SIGTERM)
     time.sleep(1)
