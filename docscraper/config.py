@@ -51,14 +51,18 @@ def _positive_int(name: str, value: Any, *, allow_zero: bool = False) -> int:
     return number
 
 
-def _ratio(name: str, value: Any) -> float:
+def _number_between(name: str, value: Any, low: float, high: float) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number between 0 and 1, got {value!r}") from None
-    if not 0.0 <= number <= 1.0:
-        raise ConfigError(f"{name} must be between 0 and 1, got {number}")
+        raise ConfigError(f"{name} must be a number between {low:g} and {high:g}, got {value!r}") from None
+    if not low <= number <= high:
+        raise ConfigError(f"{name} must be between {low:g} and {high:g}, got {number}")
     return number
+
+
+def _ratio(name: str, value: Any) -> float:
+    return _number_between(name, value, 0.0, 1.0)
 
 
 def _flag(name: str, value: Any) -> bool:
@@ -79,16 +83,6 @@ def _seconds(name: str, value: Any) -> float:
         raise ConfigError(f"{name} must be a number of seconds, got {value!r}") from None
     if number < 0:
         raise ConfigError(f"{name} must be 0 or more, got {number}")
-    return number
-
-
-def _weight(name: str, value: Any) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name} must be a number, got {value!r}") from None
-    if not 0.0 <= number <= 100.0:
-        raise ConfigError(f"{name} must be between 0 and 100, got {number}")
     return number
 
 
@@ -339,8 +333,8 @@ class DocscraperConfig:
                 "DOCSCRAPER_RENDER_IDLE_TIMEOUT", settings.get("DOCSCRAPER_RENDER_IDLE_TIMEOUT", 5.0)
             ),
             scrapyd_url=_scrapyd_url(settings.get("DOCSCRAPER_SCRAPYD_URL")),
-            search_keyword_weight=_weight(
-                "DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", settings.get("DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", 0.5)
+            search_keyword_weight=_number_between(
+                "DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", settings.get("DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", 0.5), 0.0, 100.0
             ),
             scrapyd_project=_scrapyd_project(settings.get("DOCSCRAPER_SCRAPYD_PROJECT") or "docscraper"),
         )
