@@ -10,7 +10,8 @@ Building it reads every chunk, so it is cached on disk under ``DATA_DIR/lexical/
 a fingerprint of the collection: every chunk id with its ``chunk_hash`` (ids follow the page's content
 hash, ``chunk_hash`` the chunk's text). A search whose fingerprint differs (a crawl changed the index)
 rebuilds it, once; a process that keeps a :class:`~docscraper.search.Searcher` keeps it in memory and
-checks the fingerprint before each question.
+checks before each question that the collection did not change (from its files' stamp when it is a local
+directory, else from the fingerprint).
 """
 
 from __future__ import annotations
@@ -136,21 +137,19 @@ class LexicalIndex:
             return None
 
     @classmethod
-    def for_index(cls, index: Any, folder: Path | None, fingerprint: str) -> LexicalIndex:
+    def for_index(cls, index: Any, folder: Path, fingerprint: str) -> LexicalIndex:
         """The keyword index of *index* (a :class:`~docscraper.vectors.VectorIndex`) whose
         :func:`corpus_fingerprint` is *fingerprint*: from *folder*'s cache when it was built for it, else
         built from the collection's documents (and cached)."""
-        if folder is not None:
-            cached = cls.load(folder, fingerprint)
-            if cached is not None:
-                return cached
+        cached = cls.load(folder, fingerprint)
+        if cached is not None:
+            return cached
         started = time.monotonic()
         ids, sources, documents = index.documents()
         built = cls.build(fingerprint, ids, sources, documents)
         logger.info("Built the keyword index of %d chunks in %.1f s", len(ids), time.monotonic() - started)
-        if folder is not None:
-            try:
-                built.save(folder)
-            except OSError as exc:  # a read-only data folder still searches, only slower next time
-                logger.warning("Cannot cache the keyword index in %s: %s", folder, exc)
+        try:
+            built.save(folder)
+        except OSError as exc:  # a read-only data folder still searches, only slower next time
+            logger.warning("Cannot cache the keyword index in %s: %s", folder, exc)
         return built
