@@ -193,17 +193,24 @@ def test_non_text_types_are_skipped_with_their_type_and_xhtml_is_extracted(tmp_p
     assert exported["page.xhtml"]["title"] == "An XHTML page"
 
 
-def test_decompression_bomb_is_refused_as_over_the_size_cap(tmp_path: Path, serve: Any, crawl: Crawl) -> None:
-    root = make_site(tmp_path / "site", {"bomb.html": "An ordinary page for now.", "after.html": "Linked on."})
-    (root / "docs" / "bomb.html").write_text(html("bomb", "An ordinary page.", links=("after.html",)))
+def recrawl_oversized(tmp_path: Path, serve: Any, crawl: Crawl, name: str,
+                      route: dict[str, Any]) -> tuple[CrawlResult, dict[str, Any]]:
+    """Crawl a site where page *name* is ordinary and links on to ``after.html``, then make *name* a
+    4 MB+ body of ``<p>0000...`` sent as *route* says, under a 1 MB cap, and recrawl with ``full=1``."""
+    root = make_site(tmp_path / "site", {name: "An ordinary page for now.", "after.html": "Linked on."})
+    (root / "docs" / name).write_text(html(name.removesuffix(".html"), "An ordinary page.", links=("after.html",)))
     server = serve(root)
     settings = {"DOWNLOAD_MAXSIZE": "1000000", "DOWNLOAD_WARNSIZE": "500000"}
     crawl(f"{server.base_url}/docs/", settings=settings)
-    # 64 MiB of HTML in about 64 kB of gzip, sent with Content-Encoding: gzip
-    set_routes(root, {"/docs/bomb.html": {"body": "<p>" + "0" * 1021, "repeat": 64 * 1024, "gzip": True,
-                                          "headers": {"Content-Type": "text/html"}}})
+    set_routes(root, {f"/docs/{name}": {"body": "<p>" + "0" * 1021, "headers": {"Content-Type": "text/html"},
+                                         **route}})
     result = crawl(f"{server.base_url}/docs/", "full=1", settings=settings)
-    report = checked(result)
+    return result, checked(result)
+
+
+def test_decompression_bomb_is_refused_as_over_the_size_cap(tmp_path: Path, serve: Any, crawl: Crawl) -> None:
+    # 64 MiB of HTML in about 64 kB of gzip, sent with Content-Encoding: gzip
+    result, report = recrawl_oversized(tmp_path, serve, crawl, "bomb.html", {"repeat": 64 * 1024, "gzip": True})
     assert result.keys("skipped", "sizeLimit") == {"bomb.html"}
     assert "DOWNLOAD_MAXSIZE (1000000 B) during decompression" in report["items"]["bomb.html"]["detail"]
     assert not result.keys("failed")
@@ -216,15 +223,7 @@ def test_decompression_bomb_is_refused_as_over_the_size_cap(tmp_path: Path, serv
 def test_body_without_length_that_grows_past_the_cap_is_skipped_not_failed(tmp_path: Path, serve: Any,
                                                                           crawl: Crawl) -> None:
     # No Content-Length: Scrapy cancels the download mid-body, with an error that has no message.
-    root = make_site(tmp_path / "site", {"big.html": "An ordinary page for now.", "after.html": "Linked on."})
-    (root / "docs" / "big.html").write_text(html("big", "An ordinary page.", links=("after.html",)))
-    server = serve(root)
-    settings = {"DOWNLOAD_MAXSIZE": "1000000", "DOWNLOAD_WARNSIZE": "500000"}
-    crawl(f"{server.base_url}/docs/", settings=settings)
-    set_routes(root, {"/docs/big.html": {"body": "<p>" + "0" * 1021, "repeat": 4 * 1024, "no_length": True,
-                                         "headers": {"Content-Type": "text/html"}}})
-    result = crawl(f"{server.base_url}/docs/", "full=1", settings=settings)
-    report = checked(result)
+    result, report = recrawl_oversized(tmp_path, serve, crawl, "big.html", {"repeat": 4 * 1024, "no_length": True})
     assert result.keys("skipped", "sizeLimit") == {"big.html"}
     assert "DOWNLOAD_MAXSIZE (1000000 B)" in report["items"]["big.html"]["detail"]
     assert not result.keys("failed") and report["result"] == "success"
