@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
+from docscraper.crawl.resources import CrawlResources
 from docscraper.rendering import BrowserConfig
-from docscraper.run import run_for
 from docscraper.ssrf import SsrfConfig, check_addresses, check_url, normalize_host
 
 if TYPE_CHECKING:
@@ -39,7 +39,10 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.crawler = crawler
-        self.config.launch_options = dict(BrowserConfig.from_settings(crawler.settings).launch_options)
+        resources = CrawlResources.find(crawler)
+        self._resources = resources
+        config = resources.config if resources is not None else None
+        self.config.launch_options = dict(BrowserConfig.from_settings(crawler.settings, config).launch_options)
         ssrf = SsrfConfig.from_settings(crawler.settings)
         self._ssrf: SsrfConfig | None = ssrf if ssrf.enabled else None
         self._verdicts: dict[str, str | None] = {}
@@ -53,11 +56,11 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
         await self._maybe_launch_in_thread()
 
     def _trusted(self) -> set[str]:
-        run = run_for(self.crawler)
-        if run is None:
+        target = self._resources.target if self._resources is not None else None
+        if target is None:
             return set()
         hosts = set()
-        for url in (run.seed_url, run.args.llms_txt):
+        for url in (target.seed_url, target.args.llms_txt):
             if url:
                 hosts.add(normalize_host(urlsplit(url).hostname or ""))
         return hosts

@@ -20,11 +20,13 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from scrapy.settings import BaseSettings
 
 __all__ = [
+    "MEMORY_LEDGER",
     "RENDER_MODES",
     "ConfigError",
     "CrawlArgs",
     "DocscraperConfig",
     "file_source_url",
+    "flag",
     "parse_globs",
     "render_mode",
     "save_dir_path",
@@ -34,6 +36,10 @@ logger = logging.getLogger(__name__)
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+
+
+#: The default run ledger: one process (:mod:`docscraper.crawl.ledger`).
+MEMORY_LEDGER = "docscraper.crawl.ledger.MemoryLedger"
 
 
 class ConfigError(ValueError):
@@ -65,7 +71,15 @@ def _ratio(name: str, value: Any) -> float:
     return _number_between(name, value, 0.0, 1.0)
 
 
-def _flag(name: str, value: Any) -> bool:
+def _dotted(name: str, value: Any) -> str:
+    text = str(value).strip()
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$", text):
+        raise ConfigError(f"{name} must be a dotted path such as package.module.Class, got {text!r}")
+    return text
+
+
+def flag(name: str, value: Any) -> bool:
+    """A boolean setting or argument: 1/0, true/false, yes/no, on/off."""
     if isinstance(value, bool):
         return value
     text = str(value).strip().lower()
@@ -205,6 +219,21 @@ class DocscraperConfig:
     downloaded), ``DOCSCRAPER_RENDER_IDLE_TIMEOUT`` (5 s: after the ``load`` event, how long a page's
     scripts may keep the network busy before its DOM is read anyway).
 
+    Implementations, each a dotted path (as Scrapyd chooses its job storage):
+    ``DOCSCRAPER_LEDGER_CLASS`` (the run ledger, :mod:`docscraper.crawl.ledger`; the ``settings.distributed``
+    profile sets the Redis one), ``DOCSCRAPER_STATE_STORE_CLASS`` (``docscraper.state.SqlStateStore``),
+    ``DOCSCRAPER_VECTOR_INDEX_CLASS`` (``docscraper.vectors.ChromaIndex``), ``DOCSCRAPER_EMBEDDER_CLASS``
+    (``docscraper.embedding.SentenceTransformerEmbedder``).
+
+    A distributed run (:mod:`docscraper.crawl.distributed`): ``DOCSCRAPER_DISTRIBUTED_HEARTBEAT`` (0.5 s
+    between heartbeats), ``DOCSCRAPER_DISTRIBUTED_TTL`` (10 s without one before a worker is dead),
+    ``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` (2 s of every worker idle before the run finishes).
+
+    ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (on: unchanged pages are dropped before chunking).
+
+    Guards: ``DOCSCRAPER_REDIRECT_SCOPE_ENABLED`` (on: redirect hops are checked against the scope and the
+    claims), ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on; :mod:`docscraper.ssrf` reads its allowed hosts).
+
     Background crawls (:mod:`docscraper.launch`, the MCP server's ``recrawl_source``):
     ``DOCSCRAPER_SCRAPYD_URL`` (unset: a detached ``scrapy crawl`` process on this machine; set: scheduled
     on that Scrapyd), ``DOCSCRAPER_SCRAPYD_PROJECT`` (``docscraper``: the project deployed there).
@@ -246,6 +275,16 @@ class DocscraperConfig:
     save_dir: Path | None = None
     scrapyd_url: str | None = None
     scrapyd_project: str = "docscraper"
+    ledger_class: str = MEMORY_LEDGER
+    state_store_class: str = "docscraper.state.SqlStateStore"
+    vector_index_class: str = "docscraper.vectors.ChromaIndex"
+    embedder_class: str = "docscraper.embedding.SentenceTransformerEmbedder"
+    distributed_heartbeat: float = 0.5
+    distributed_ttl: float = 10.0
+    distributed_idle_grace: float = 2.0
+    redirect_scope_enabled: bool = True
+    ssrf_guard_enabled: bool = True
+    change_detection_enabled: bool = True
 
     @property
     def runs_dir(self) -> Path:
@@ -266,7 +305,7 @@ class DocscraperConfig:
             max_delete_ratio=_ratio(
                 "DOCSCRAPER_MAX_DELETE_RATIO", settings.get("DOCSCRAPER_MAX_DELETE_RATIO", 0.5)
             ),
-            force_delete=_flag("DOCSCRAPER_FORCE_DELETE", settings.get("DOCSCRAPER_FORCE_DELETE", False)),
+            force_delete=flag("DOCSCRAPER_FORCE_DELETE", settings.get("DOCSCRAPER_FORCE_DELETE", False)),
             gone_after=_positive_int("DOCSCRAPER_GONE_AFTER", settings.get("DOCSCRAPER_GONE_AFTER", 2)),
             sitemap_max_depth=_positive_int(
                 "DOCSCRAPER_SITEMAP_MAX_DEPTH", settings.get("DOCSCRAPER_SITEMAP_MAX_DEPTH", 3)
@@ -280,17 +319,17 @@ class DocscraperConfig:
             sitemap_max_files=_positive_int(
                 "DOCSCRAPER_SITEMAP_MAX_FILES", settings.get("DOCSCRAPER_SITEMAP_MAX_FILES", 500)
             ),
-            discovery_llms=_flag("DOCSCRAPER_DISCOVERY_LLMS", settings.get("DOCSCRAPER_DISCOVERY_LLMS", True)),
-            discovery_sitemaps=_flag(
+            discovery_llms=flag("DOCSCRAPER_DISCOVERY_LLMS", settings.get("DOCSCRAPER_DISCOVERY_LLMS", True)),
+            discovery_sitemaps=flag(
                 "DOCSCRAPER_DISCOVERY_SITEMAPS", settings.get("DOCSCRAPER_DISCOVERY_SITEMAPS", True)
             ),
             seen_flush_size=_positive_int(
                 "DOCSCRAPER_SEEN_FLUSH_SIZE", settings.get("DOCSCRAPER_SEEN_FLUSH_SIZE", 200)
             ),
-            index_enabled=_flag("DOCSCRAPER_INDEX_ENABLED", settings.get("DOCSCRAPER_INDEX_ENABLED", True)),
+            index_enabled=flag("DOCSCRAPER_INDEX_ENABLED", settings.get("DOCSCRAPER_INDEX_ENABLED", True)),
             chroma_url=_chroma_url(settings.get("DOCSCRAPER_CHROMA_URL")),
             chroma_collection=_collection_name(settings.get("DOCSCRAPER_CHROMA_COLLECTION") or "docs"),
-            chroma_telemetry=_flag("DOCSCRAPER_CHROMA_TELEMETRY", settings.get("DOCSCRAPER_CHROMA_TELEMETRY", False)),
+            chroma_telemetry=flag("DOCSCRAPER_CHROMA_TELEMETRY", settings.get("DOCSCRAPER_CHROMA_TELEMETRY", False)),
             embedding_model=str(settings.get("DOCSCRAPER_EMBEDDING_MODEL") or "bundled:all-MiniLM-L6-v2"),
             embedding_device=settings.get("DOCSCRAPER_EMBEDDING_DEVICE") or None,
             embedding_batch_size=_positive_int(
@@ -309,7 +348,7 @@ class DocscraperConfig:
             chunk_min_tokens=_positive_int(
                 "DOCSCRAPER_CHUNK_MIN_TOKENS", settings.get("DOCSCRAPER_CHUNK_MIN_TOKENS", 48), allow_zero=True
             ),
-            ratelimit_enabled=_flag(
+            ratelimit_enabled=flag(
                 "DOCSCRAPER_RATELIMIT_ENABLED", settings.get("DOCSCRAPER_RATELIMIT_ENABLED", True)
             ),
             retry_after_max=_seconds(
@@ -337,7 +376,33 @@ class DocscraperConfig:
                 "DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", settings.get("DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", 0.5), 0.0, 100.0
             ),
             scrapyd_project=_scrapyd_project(settings.get("DOCSCRAPER_SCRAPYD_PROJECT") or "docscraper"),
+            ledger_class=_dotted("DOCSCRAPER_LEDGER_CLASS", settings.get("DOCSCRAPER_LEDGER_CLASS") or MEMORY_LEDGER),
+            state_store_class=_dotted("DOCSCRAPER_STATE_STORE_CLASS",
+                                      settings.get("DOCSCRAPER_STATE_STORE_CLASS") or cls.state_store_class),
+            vector_index_class=_dotted("DOCSCRAPER_VECTOR_INDEX_CLASS",
+                                       settings.get("DOCSCRAPER_VECTOR_INDEX_CLASS") or cls.vector_index_class),
+            embedder_class=_dotted("DOCSCRAPER_EMBEDDER_CLASS",
+                                   settings.get("DOCSCRAPER_EMBEDDER_CLASS") or cls.embedder_class),
+            distributed_heartbeat=_interval(
+                "DOCSCRAPER_DISTRIBUTED_HEARTBEAT", settings.get("DOCSCRAPER_DISTRIBUTED_HEARTBEAT", 0.5)
+            ),
+            distributed_ttl=_interval("DOCSCRAPER_DISTRIBUTED_TTL", settings.get("DOCSCRAPER_DISTRIBUTED_TTL", 10.0)),
+            distributed_idle_grace=_seconds(
+                "DOCSCRAPER_DISTRIBUTED_IDLE_GRACE", settings.get("DOCSCRAPER_DISTRIBUTED_IDLE_GRACE", 2.0)
+            ),
+            redirect_scope_enabled=flag(
+                "DOCSCRAPER_REDIRECT_SCOPE_ENABLED", settings.get("DOCSCRAPER_REDIRECT_SCOPE_ENABLED", True)
+            ),
+            ssrf_guard_enabled=flag("DOCSCRAPER_SSRF_GUARD_ENABLED", settings.get("DOCSCRAPER_SSRF_GUARD_ENABLED", True)),
+            change_detection_enabled=flag(
+                "DOCSCRAPER_CHANGE_DETECTION_ENABLED", settings.get("DOCSCRAPER_CHANGE_DETECTION_ENABLED", True)
+            ),
         )
+
+    @property
+    def distributed(self) -> bool:
+        """Whether the run is shared by several workers: decided by the ledger's implementation alone."""
+        return self.ledger_class != MEMORY_LEDGER
 
 
 def save_dir_path(name: str, value: Any) -> Path | None:
@@ -489,7 +554,7 @@ class CrawlArgs:
             max_depth=None if max_depth is None else _positive_int("max_depth", max_depth, allow_zero=True),
             max_pages=None if max_pages is None else _positive_int("max_pages", max_pages),
             llms_txt=llms_txt,
-            full=_flag("full", kwargs.get("full", False)),
+            full=flag("full", kwargs.get("full", False)),
             overrides=overrides,
             save_dir=save_dir_path("save_dir", kwargs.get("save_dir")),
             render=render,

@@ -1,7 +1,7 @@
 """Several workers crawling one source together: a shared frontier in Redis (scrapy-redis).
 
-Used by the ``settings.distributed`` profile only (``DOCSCRAPER_DISTRIBUTED = True``); a single-process
-crawl never imports Redis. Every worker runs ``scrapy crawl docs -a source=... -a run=<shared run id>``
+Used by the ``settings.distributed`` profile only (``DOCSCRAPER_LEDGER_CLASS`` names :class:`RedisLedger`);
+a single-process crawl never imports Redis. Every worker runs ``scrapy crawl docs -a source=... -a run=<shared run id>``
 against the same Redis (``REDIS_URL``), state database and Chroma server. All keys of a run live under
 ``docscraper:<run>:``:
 
@@ -25,8 +25,8 @@ worker to close (under a Redis lock) merges every worker's ledger and writes the
 worker finished (DESIGN rule 3). Each worker keeps its own row in the state database's runs table
 (``<run>-<worker>``), which ``scrapy status`` shows.
 
-Settings: ``DOCSCRAPER_DISTRIBUTED`` and ``SCHEDULER = "docscraper.distributed.DistributedScheduler"`` (both
-needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
+Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.distributed.RedisLedger"`` and
+``SCHEDULER = "docscraper.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
 ``DOCSCRAPER_DISTRIBUTED_HEARTBEAT`` (seconds between heartbeats, 0.5), ``DOCSCRAPER_DISTRIBUTED_TTL`` (seconds without a heartbeat before a worker is dead, 10),
 ``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` (2). Stats: ``docscraper/distributed/requeued``.
 """
@@ -41,27 +41,29 @@ import secrets
 import socket
 import time
 from collections import Counter
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Request
-from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy_redis.scheduler import Scheduler as _RedisScheduler
 from twisted.internet.task import LoopingCall
+from twisted.internet.threads import deferToThread
 
-from docscraper.config import ConfigError
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.ledger import MemoryLedger, RunLedger
+from docscraper.crawl.resources import CrawlResources
 from docscraper.middlewares import PageDupeFilter
-from docscraper.report import RunLedger
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from docscraper.run import CrawlRun
+__all__ = ["DistributedCoordinator", "DistributedScheduler", "RedisLedger", "RedisPageDupeFilter"]
 
-__all__ = ["DistributedCoordinator", "DistributedScheduler", "RedisPageDupeFilter", "SharedRun"]
+T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
@@ -98,117 +100,32 @@ def redis_client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url)
 
 
-class SharedClaims(dict[str, str]):
-    """``CrawlRun.claimed`` shared through a Redis hash: the first claim of a page wins everywhere.
-    Claims never change once made, so what was read is kept locally."""
+class RedisLedger(RunLedger):
+    """The run ledger of a worker in a distributed run (``DOCSCRAPER_LEDGER_CLASS`` in
+    ``settings.distributed``): claims, emitted pages and the page budget shared through Redis, each outcome
+    also written to ``ledger:<w>`` as it is recorded (what a worker did before it was killed still reaches the
+    run's report), and at close every worker's part merged by the last worker to close."""
 
-    def __init__(self, server: redis.Redis, key: str) -> None:
+    shared = True
+
+    def __init__(self, crawler: Crawler, run_name: str, url: str, *, heartbeat: float, ttl: float,
+                 grace: float) -> None:
         super().__init__()
-        self.server = server
-        self.key = key
-
-    def _value(self, pid: str) -> str | None:
-        if dict.__contains__(self, pid):
-            return dict.__getitem__(self, pid)
-        raw = self.server.hget(self.key, pid)
-        if raw is None:
-            return None
-        value = raw.decode() if isinstance(raw, bytes) else str(raw)
-        dict.__setitem__(self, pid, value)
-        return value
-
-    def __contains__(self, pid: object) -> bool:
-        return isinstance(pid, str) and self._value(pid) is not None
-
-    def __getitem__(self, pid: str) -> str:
-        value = self._value(pid)
-        if value is None:
-            raise KeyError(pid)
-        return value
-
-    def get(self, pid: str, default: Any = None) -> Any:
-        value = self._value(pid)
-        return default if value is None else value
-
-    def __setitem__(self, pid: str, url: str) -> None:
-        self.server.hsetnx(self.key, pid, url)
-        dict.pop(self, pid, None)
-        self._value(pid)
-
-    def setdefault(self, pid: str, url: str) -> str:
-        self[pid] = url
-        return self[pid]
-
-
-class SharedEmitted(set[str]):
-    """``CrawlRun.emitted`` shared through a Redis hash (page id -> worker). A page emitted by a worker
-    that died is not emitted: its request went back to the queue, and whoever takes it processes it."""
-
-    def __init__(self, shared: SharedRun) -> None:
-        super().__init__()
-        self.shared = shared
-        self.key = shared.k("emitted")
-
-    def __contains__(self, value: object) -> bool:
-        if set.__contains__(self, value):
-            return True
-        if not isinstance(value, str):
-            return False
-        holder = self.shared.server.hget(self.key, value)
-        if holder is None:
-            return False
-        return not self.shared.server.sismember(self.shared.k("dead"), _text(holder))
-
-    def add(self, value: str) -> None:
-        self.shared.server.hset(self.key, value, self.shared.worker)
-        set.add(self, value)
-
-
-class SharedLedger(RunLedger):
-    """The worker's ledger, each outcome also written to ``ledger:<w>`` as it is recorded: what a worker
-    did before it was killed still reaches the run's report."""
-
-    def __init__(self, server: redis.Redis, key: str) -> None:
-        super().__init__()
-        self.server = server
-        self.key = key
-
-    def record(self, key: str, status: str, reason: str, *, fetched_at: str | None = None, **details: Any) -> bool:
-        recorded = super().record(key, status, reason, fetched_at=fetched_at, **details)
-        if recorded:
-            self.server.hset(self.key, key, json.dumps(self.items[key], default=str))
-        return recorded
-
-
-class SharedRun:
-    """A worker's side of a run shared by several workers (see the module docstring)."""
-
-    def __init__(self, run: CrawlRun) -> None:
-        settings = run.crawler.settings
-        if not run.args.run:
-            raise ConfigError("the distributed profile needs a shared run id: -a run=<id> on every worker")
-        scheduler = settings.get("SCHEDULER")
-        if not (scheduler is DistributedScheduler or str(scheduler).endswith(".DistributedScheduler")):
-            raise ConfigError("DOCSCRAPER_DISTRIBUTED needs SCHEDULER = 'docscraper.distributed.DistributedScheduler'")
-        self.run = run
-        self.run_name = run.args.run
+        self.crawler = crawler
+        self.run_name = run_name
         self.worker = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
-        self.url = str(settings.get("REDIS_URL") or os.environ.get("DOCSCRAPER_REDIS_URL")
-                       or "redis://127.0.0.1:6379/0")
-        self.server = redis_client(self.url)
-        self.prefix = f"docscraper:{self.run_name}:"
-        self.heartbeat = settings.getfloat("DOCSCRAPER_DISTRIBUTED_HEARTBEAT", 0.5)
-        self.ttl = settings.getfloat("DOCSCRAPER_DISTRIBUTED_TTL", 10.0)
-        self.grace = settings.getfloat("DOCSCRAPER_DISTRIBUTED_IDLE_GRACE", 2.0)
-        self.leader = False
+        self.run_id = f"{run_name}-{self.worker}"
         # the id the run's report is written under (the worker's own if it must report alone)
-        self.report_id = self.run_name
-        # Scrapy's stats of every worker that closed, merged by merge() (None: this worker's own)
-        self.scrapy_stats: dict[str, Any] | None = None
-        run.ledger = SharedLedger(self.server, self.k(f"ledger:{self.worker}"))
-        run.claimed = SharedClaims(self.server, self.k("claims"))
-        run.emitted = SharedEmitted(self)
-        run.run_id = f"{self.run_name}-{self.worker}"
+        self.report_id = run_name
+        self.url = url
+        self.server = redis_client(url)
+        self.prefix = f"docscraper:{run_name}:"
+        self.heartbeat = heartbeat
+        self.ttl = ttl
+        self.grace = grace
+        self.leader = False
+        # Scrapy's stats of every worker that closed, merged at close (None: this worker's own)
+        self._scrapy_stats: dict[str, Any] | None = None
         # in-flight token -> request object, for the requests this worker popped
         self.inflight: dict[str, Request] = {}
         try:
@@ -218,21 +135,81 @@ class SharedRun:
         self._pop = self.server.register_script(_POP)
         self._requeue = self.server.register_script(_REQUEUE)
 
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, config: DocscraperConfig, run_id: str) -> RedisLedger:
+        settings = crawler.settings
+        args = getattr(crawler.spider, "args", None)
+        run_name = getattr(args, "run", None)
+        if not run_name:
+            raise ConfigError("the distributed profile needs a shared run id: -a run=<id> on every worker")
+        scheduler = settings.get("SCHEDULER")
+        if not (scheduler is DistributedScheduler or str(scheduler).endswith(".DistributedScheduler")):
+            raise ConfigError(f"{config.ledger_class} needs SCHEDULER = 'docscraper.distributed.DistributedScheduler'")
+        url = str(settings.get("REDIS_URL") or os.environ.get("DOCSCRAPER_REDIS_URL") or "redis://127.0.0.1:6379/0")
+        return cls(crawler, str(run_name), url, heartbeat=config.distributed_heartbeat, ttl=config.distributed_ttl,
+                   grace=config.distributed_idle_grace)
+
     def k(self, name: str) -> str:
         return self.prefix + name
+
+    # the ledger, shared ----------------------------------------------------------------------------
+
+    def record(self, key: str, status: str, reason: str, *, fetched_at: str | None = None, **details: Any) -> bool:
+        recorded = super().record(key, status, reason, fetched_at=fetched_at, **details)
+        if recorded:
+            self.server.hset(self.k(f"ledger:{self.worker}"), key, json.dumps(self.items[key], default=str))
+        return recorded
+
+    def claim(self, pid: str, url: str) -> bool:
+        """The first claim of a page wins everywhere. Claims never change once made, so what was read is
+        kept locally."""
+        if super().claimant(pid) is not None:
+            return False
+        won = bool(self.server.hsetnx(self.k("claims"), pid, url))
+        holder = self.claimant(pid)
+        return won and holder == url
+
+    def claimant(self, pid: str) -> str | None:
+        local = super().claimant(pid)
+        if local is not None:
+            return local
+        raw = self.server.hget(self.k("claims"), pid)
+        if raw is None:
+            return None
+        value = _text(raw)
+        super().claim(pid, value)
+        return value
+
+    def emit(self, pid: str) -> None:
+        self.server.hset(self.k("emitted"), pid, self.worker)
+        super().emit(pid)
+
+    def is_emitted(self, pid: str) -> bool:
+        """A page emitted by a worker that died is not emitted: its request went back to the queue, and
+        whoever takes it processes it."""
+        if super().is_emitted(pid):
+            return True
+        holder = self.server.hget(self.k("emitted"), pid)
+        if holder is None:
+            return False
+        return not self.server.sismember(self.k("dead"), _text(holder))
+
+    def take_page(self) -> int:
+        """Pages scheduled across the run, this one included (max_pages counts the whole run)."""
+        return int(self.server.incr(self.k("pages")))
+
+    # opening and discovery -------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def opening(self) -> AsyncIterator[None]:
         """Hold the run's open lock (off the reactor thread): workers open the state store one by one."""
         lock = self.server.lock(self.k("open_lock"), timeout=300, blocking_timeout=300, thread_local=False)
-        if not await self.run.call("shared", lock.acquire):
+        if not await _in_thread(lock.acquire):
             raise redis.exceptions.LockError("timed out waiting for the other workers to open the run")
         try:
             yield
         finally:
-            await self.run.call("shared", lock.release)
-
-    # discovery and the page budget -----------------------------------------------------------------
+            await _in_thread(lock.release)
 
     def lead_discovery(self) -> bool:
         """Whether this worker discovers the source (the first to ask); the others wait for the queue."""
@@ -242,11 +219,8 @@ class SharedRun:
         return self.leader
 
     def discovery_finished(self) -> None:
-        self.server.set(self.k("discovery_done"), self.worker)
-
-    def take_page(self) -> int:
-        """Pages scheduled across the run, this one included (max_pages counts the whole run)."""
-        return int(self.server.incr(self.k("pages")))
+        if self.leader:
+            self.server.set(self.k("discovery_done"), self.worker)
 
     # the shared queue ------------------------------------------------------------------------------
 
@@ -271,8 +245,8 @@ class SharedRun:
     def beat(self, *, busy: bool) -> None:
         pipe = self.server.pipeline()
         pipe.set(self.k(f"hb:{self.worker}"), "busy" if busy else "idle", px=int(self.ttl * 1000))
-        if self.run.counters:
-            pipe.hset(self.k(f"counters:{self.worker}"), mapping=dict(self.run.counters))  # type: ignore[arg-type]
+        if self.counters:
+            pipe.hset(self.k(f"counters:{self.worker}"), mapping=dict(self.counters))  # type: ignore[arg-type]
         pipe.execute()
 
     def members(self, name: str) -> set[str]:
@@ -310,10 +284,13 @@ class SharedRun:
                 return False
         return True
 
-    def withdraw(self) -> None:
-        """Leave the run without a part in it (this worker could not open the run): its requests, if
-        any, go back to the queue, and it is no longer a member, so the others neither wait for it nor
-        count it as a worker that died (which would make the run partial). Blocking."""
+    async def withdraw(self) -> None:
+        """Leave the run without a part in it (this worker could not open the run): its requests, if any, go
+        back to the queue, and it is no longer a member, so the others neither wait for it nor count it as a
+        worker that died (which would make the run partial)."""
+        await _in_thread(self._withdraw)
+
+    def _withdraw(self) -> None:
         try:
             self.requeue(self.worker)
             pipe = self.server.pipeline()
@@ -331,31 +308,34 @@ class SharedRun:
     def declare_finished(self) -> None:
         self.server.set(self.k("finished"), self.worker, nx=True)
 
-    def close_worker(self, reason: str) -> dict[str, Any] | None:
-        """Publish this worker's part of the run; when it is the last worker to close, return every
-        worker's parts to merge (else None). Blocking: runs off the reactor thread. Redis lost at close:
-        this worker reports alone, as a partial run under its own id (nothing removed)."""
+    async def close_worker(self, reason: str) -> str | None:
+        """Publish this worker's part of the run; when it is the last worker to close, merge every worker's
+        part into this ledger and return the run's close reason (else None). Redis lost at close: this worker
+        reports alone, as a partial run under its own id (nothing removed)."""
         try:
-            return self._close_worker(reason)
+            parts = await _in_thread(self._close_worker, reason)
         except redis.RedisError as exc:
             logger.error("Distributed run %s: Redis unreachable at close (%s); writing this worker's own "
                          "partial report", self.run_name, exc)
-            return {"error": f"Redis unreachable at close ({exc}): this worker's part of the run only"}
+            self.report_id = self.run_id
+            self.incomplete = f"Redis unreachable at close ({exc}): this worker's part of the run only"
+            return reason
+        if parts is None:
+            return None
+        return self._merge(parts, reason)
 
     def _close_worker(self, reason: str) -> dict[str, Any] | None:
-        run = self.run
         self.beat(busy=False)
+        stats = self.crawler.stats
         final = {
             "reason": reason,
-            "reached": sorted(run.reached),
-            "retire": run.retire,
-            "redirectedTo": run.redirected_to,
-            "frontierCut": run.frontier_cut,
-            "discovery": run.discovery if self.leader else None,
-            "discoveryError": run.discovery_error,
-            "robotsUnreachable": run.robots_unreachable,
-            "hints": run.hints,
-            "scrapy": _numeric_stats(run.crawler.stats.get_stats() if run.crawler.stats else {}),
+            "reached": sorted(self.reached),
+            "redirectedTo": self.redirected_to,
+            "frontierCut": self.frontier_cut,
+            "discovery": self.discovery if self.leader else None,
+            "discoveryError": self.discovery_error,
+            "robotsUnreachable": self.robots_unreachable,
+            "scrapy": _numeric_stats(stats.get_stats() if stats is not None else {}),
         }
         if self.inflight or self.server.hlen(self.k(f"inflight:{self.worker}")):
             # closed before its requests were done (shutdown): they go back for the others
@@ -383,61 +363,72 @@ class SharedRun:
                 }
             return parts
 
-    def merge(self, parts: dict[str, Any], reason: str) -> str:
-        """Make the run the whole run's: every worker's ledger, counters and close-time state. Returns
+    def _merge(self, parts: dict[str, Any], reason: str) -> str:
+        """Make this ledger the whole run's: every worker's outcomes, counters and close-time notes. Returns
         the run's close reason (``finished`` only when every worker finished)."""
-        run = self.run
-        if "error" in parts:
-            self.report_id = run.run_id
-            run.incomplete = parts["error"]
-            return reason
-        ledger = RunLedger()
+        merged = MemoryLedger()
         counters: Counter[str] = Counter()
         problems: list[str] = list(parts["notes"])
         scrapy_stats: dict[str, int | float] = {}
+        discovery: dict[str, Any] = self.discovery
         for worker, part in parts["workers"].items():
             for key, entry in part["ledger"].items():
                 entry = dict(entry)
-                ledger.record(key, entry.pop("status"), entry.pop("statusReason"),
+                merged.record(key, entry.pop("status"), entry.pop("statusReason"),
                               fetched_at=entry.pop("fetchedAt", None), **entry)
             counters.update(part["counters"])
             final = part["final"]
             if final is None:
-                # a worker that died: what its ledger says it fetched was reached, not an orphan (nothing
-                # is removed after a death anyway, but the report's removal candidates stay honest)
-                run.reached.update(entry["pageId"] for entry in part["ledger"].values()
-                                   if entry.get("pageId") and entry["status"] in ("success", "failed"))
+                # a worker that died: what its ledger says it fetched was reached, not an orphan (nothing is
+                # removed after a death anyway, but the report's removal candidates stay honest)
+                self.reached.update(entry["pageId"] for entry in part["ledger"].values()
+                                    if entry.get("pageId") and entry["status"] in ("success", "failed"))
                 continue
             if final["reason"] != "finished" and reason == "finished":
                 reason = final["reason"]
                 problems.append(f"worker {worker} closed with reason {final['reason']}")
-            run.reached.update(final["reached"])
-            run.retire.update(final["retire"])
-            run.redirected_to.update(final["redirectedTo"])
-            run.frontier_cut = run.frontier_cut or final["frontierCut"]
+            self.reached.update(final["reached"])
+            self.redirected_to.update(final["redirectedTo"])
+            self.frontier_cut = self.frontier_cut or final["frontierCut"]
             if final["discovery"] is not None:
-                run.discovery = final["discovery"]
-            run.discovery_error = run.discovery_error or final["discoveryError"]
-            run.robots_unreachable.update(final["robotsUnreachable"])
-            run.hints.update(final["hints"])
+                discovery = final["discovery"]
+            self.discovery_error = self.discovery_error or final["discoveryError"]
+            self.robots_unreachable.update(final["robotsUnreachable"])
             for key, value in (final.get("scrapy") or {}).items():
                 scrapy_stats[key] = _merge_stat(key, scrapy_stats.get(key), value)
         if parts["queued"]:
             problems.append(f"{parts['queued']} request(s) were left in the shared queue")
-        run.ledger = ledger
-        run.counters = counters
-        self.scrapy_stats = scrapy_stats
-        run.discovery["distributed"] = {"run": self.run_name, "workers": sorted(parts["workers"]),
-                                        "reportedBy": self.worker, "problems": problems}
+        self.items, self.tally, self.recent = merged.items, merged.tally, merged.recent
+        self.counters = counters
+        self._scrapy_stats = scrapy_stats
+        self.discovery = discovery
+        self.discovery["distributed"] = {"run": self.run_name, "workers": sorted(parts["workers"]),
+                                         "reportedBy": self.worker, "problems": problems}
         if problems:
-            run.incomplete = "; ".join(problems)
+            self.incomplete = "; ".join(problems)
         return reason
 
-    def expire(self) -> None:
+    def scrapy_stats(self, own: Mapping[str, Any]) -> dict[str, Any]:
+        """The run's, not the reporting worker's: every closed worker's counts added up."""
+        stats = dict(own)
+        if self._scrapy_stats is not None:
+            stats.update(self._scrapy_stats)
+        return stats
+
+    async def expire(self) -> None:
         """Keep the run's keys a day after its report: a late worker sees ``finished`` and stops."""
+        await _in_thread(self._expire)
+
+    def _expire(self) -> None:
         with contextlib.suppress(redis.RedisError):
             for key in self.server.scan_iter(match=self.prefix + "*"):
                 self.server.expire(key, KEEP_SECONDS)
+
+
+async def _in_thread(func: Callable[..., T], *args: Any) -> T:
+    """A blocking Redis call, off the reactor thread."""
+    result: T = await maybe_deferred_to_future(deferToThread(func, *args))
+    return result
 
 
 def _numeric_stats(stats: dict[str, Any]) -> dict[str, int | float]:
@@ -454,11 +445,9 @@ def _merge_stat(key: str, mine: int | float | None, theirs: int | float) -> int 
     return mine + theirs
 
 
-def _shared(crawler: Crawler) -> SharedRun | None:
-    from docscraper.run import run_for
-
-    run = run_for(crawler)
-    return run.shared if run is not None else None
+def _shared(crawler: Crawler) -> RedisLedger | None:
+    resources = CrawlResources.find(crawler)
+    return resources.ledger if resources is not None and isinstance(resources.ledger, RedisLedger) else None
 
 
 class RedisPageDupeFilter(PageDupeFilter):
@@ -479,14 +468,14 @@ class DistributedScheduler(_RedisScheduler):
     """scrapy-redis's scheduler on the run's keys, recording each popped request as in flight."""
 
     crawler: Crawler
-    shared: SharedRun
+    shared: RedisLedger
     coordinator: DistributedCoordinator
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedScheduler:
         shared = _shared(crawler)
         if shared is None:
-            raise ConfigError("DistributedScheduler needs the docs spider and DOCSCRAPER_DISTRIBUTED=1 "
+            raise ConfigError("DistributedScheduler needs the docs spider and its Redis ledger "
                               "(SCRAPY_SETTINGS_MODULE=settings.distributed)")
         settings = crawler.settings.copy()
         settings.frozen = False
@@ -566,7 +555,7 @@ class DistributedCoordinator:
         self.loop.start(shared.heartbeat, now=False).addErrback(
             lambda f: logger.error("Distributed heartbeat stopped: %s", f.getErrorMessage()))
 
-    def _heartbeat(self, shared: SharedRun) -> bool:
+    def _heartbeat(self, shared: RedisLedger) -> bool:
         """Publish this worker's state and counters, then release the requests it is done with. Returns
         whether the worker is busy."""
         engine = self.crawler.engine
@@ -576,7 +565,8 @@ class DistributedCoordinator:
         # downloaded, and its callback and items are done
         done = [token for token, request in shared.inflight.items() if request not in inprogress]
         # a worker still opening the run (or failing to) must not let the others finish without it
-        busy = not shared.run.opened or len(done) < len(shared.inflight) or \
+        resources = CrawlResources.find(self.crawler)
+        busy = resources is None or not resources.opened or len(done) < len(shared.inflight) or \
             getattr(engine, "_start", None) is not None or \
             bool(engine.downloader.active) or not engine.scraper.slot.is_idle()  # type: ignore[union-attr]
         shared.beat(busy=busy)

@@ -49,7 +49,18 @@ class PageItem:
     title: str
     markdown: str
     metadata: PageMetadata
-    # Filled in by the index pipelines; not exported (FEED_EXPORT_FIELDS lists the four above).
+    # Not exported (FEED_EXPORT_FIELDS lists the four above). What the spider saw, for the scope middleware:
+    # a 304 (the page is unchanged: no body, nothing to process), other URLs of the page to claim (an
+    # llms-full section's own URL beside its Markdown twin), a rendered page, a page with scripts but no
+    # static content, client-side hash routes among its links.
+    not_modified: bool = False
+    aliases: list[str] = field(default_factory=list)
+    rendered: bool = False
+    needs_rendering: bool = False
+    hash_routes: int = 0
+    # what the report's entry for the page tells the user (set by the scope middleware)
+    hint: str | None = None
+    # Filled in by the index pipelines.
     chunks: list[Any] = field(default_factory=list)
     embeddings: list[Any] = field(default_factory=list)
     previous_chunks: dict[str, str] = field(default_factory=dict)

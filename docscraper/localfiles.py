@@ -62,7 +62,7 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.asyncio import run_in_thread
 
-from docscraper.run import run_for
+from docscraper.crawl.resources import CrawlResources
 from docscraper.scope import Refusal
 from docscraper.urls import scope_prefix
 
@@ -217,13 +217,14 @@ class LocalFileDownloadHandler(BaseDownloadHandler):
     """``DOWNLOAD_HANDLERS["file"]``: read ``file://`` URLs inside a ``file://`` source's folder only."""
 
     async def download_request(self, request: Request) -> Response:
-        run = run_for(self.crawler)
+        resources = CrawlResources.find(self.crawler)
+        target = resources.target if resources is not None else None
         root = None
         explicit = False
-        if run is not None:
-            if run.is_local:
-                root = local_root(run.scope.prefix)
-            explicit = bool(run.args.llms_txt) and request.url == run.args.llms_txt
+        if target is not None:
+            if target.is_local:
+                root = local_root(target.scope.prefix)
+            explicit = bool(target.args.llms_txt) and request.url == target.args.llms_txt
         maxsize = int(request.meta.get("download_maxsize", self.crawler.settings.getint("DOWNLOAD_MAXSIZE")))
         inm = request.headers.get(b"If-None-Match")
         found = await run_in_thread(read_local, request.url, root, maxsize=maxsize, explicit=explicit,
@@ -253,9 +254,9 @@ class LocalFileDownloadHandler(BaseDownloadHandler):
     def _refuse(self, request: Request, refusal: Refusal) -> NoReturn:
         self._stat(f"refused/{refusal.reason}")
         logger.warning("Not reading %s: %s", request.url, refusal.detail)
-        run = run_for(self.crawler)
+        resources = CrawlResources.find(self.crawler)
         meta = request.meta
-        if run is not None and "docscraper_page_id" in meta and not meta.get("docscraper_refused"):
-            run.refuse(request.url, refusal, finder=meta.get("docscraper_finder"))
+        if resources is not None and "docscraper_page_id" in meta and not meta.get("docscraper_refused"):
+            resources.outcomes.refuse(request.url, refusal, finder=meta.get("docscraper_finder"))
             meta["docscraper_refused"] = True
         raise IgnoreRequest(f"{refusal.detail}: {request.url}")

@@ -12,7 +12,7 @@ are ended by Scrapy and reported by the spider as ``redirectLimit``. Stats:
 
 :class:`PageFingerprinter` makes a request's identity that of the page it stands for (normalized URL),
 so Scrapy's dupefilter folds ``/page/``, ``/page?utm_source=x`` and ``/page`` into one request.
-:class:`PageDupeFilter` tells the run about the duplicates it filters, so they reach the report.
+:class:`PageDupeFilter` records the duplicates it filters in the run's ledger, so they reach the report.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request
 
-from docscraper.run import _iso, run_for
+from docscraper.crawl.resources import CrawlResources
 from docscraper.scope import Refusal
-from docscraper.state import utcnow
+from docscraper.state import iso_utc, utcnow
 from docscraper.urls import normalize_url, page_id
 
 if TYPE_CHECKING:
@@ -77,12 +77,13 @@ class PageDupeFilter(RFPDupeFilter):
     duplicate. A filtered request is reported to the run as ``duplicate`` or ``redirectDuplicate``.
     """
 
-    crawler: Crawler | None = None
+    resources: CrawlResources | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PageDupeFilter:
         dupefilter = super().from_crawler(crawler)
-        dupefilter.crawler = crawler
+        # None outside a docs crawl: duplicates are then only logged
+        dupefilter.resources = crawler.get_extension(CrawlResources)
         return dupefilter
 
     @staticmethod
@@ -104,54 +105,59 @@ class PageDupeFilter(RFPDupeFilter):
 
     def log(self, request: Request, spider: Spider) -> None:
         super().log(request, spider)
-        run = run_for(self.crawler) if self.crawler else None
-        if run is None:
+        if self.resources is None or self.resources.target is None:
             return
+        outcomes = self.resources.outcomes
         redirect_urls = request.meta.get("redirect_urls")
         if redirect_urls:
-            run.note_duplicate(redirect_urls[0], redirect=True, of=request.url)
+            outcomes.duplicate(redirect_urls[0], redirect=True, of=request.url)
         else:
-            run.note_duplicate(request.url)
+            outcomes.duplicate(request.url)
 
 
 class RedirectScopeMiddleware:
     """Refuse redirect hops that leave the scope or land on a page already claimed this run."""
 
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
+    def __init__(self, resources: CrawlResources) -> None:
+        self.resources = resources
+        self.ledger = resources.ledger
+        self.outcomes = resources.outcomes
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RedirectScopeMiddleware:
-        if not crawler.settings.getbool("DOCSCRAPER_REDIRECT_SCOPE_ENABLED", True):
+        resources = CrawlResources.of(crawler)
+        if not resources.config.redirect_scope_enabled:
             raise NotConfigured
-        return cls(crawler)
+        return cls(resources)
 
     def process_request(self, request: Request) -> Any:
         redirect_urls = request.meta.get("redirect_urls")
-        run = run_for(self.crawler)
-        if not redirect_urls or run is None or "docscraper_page_id" not in request.meta:
+        target = self.resources.target
+        if not redirect_urls or target is None or "docscraper_page_id" not in request.meta:
             return None
+        outcomes = self.outcomes
         origin = redirect_urls[0]
         origin_pid: str = request.meta["docscraper_page_id"]
         if redirect_urls.count(request.url) >= 2:
             request.meta["docscraper_refused"] = True
             chain = " -> ".join([*redirect_urls, request.url])
             logger.warning("Redirect loop, not followed: %s", chain)
-            run.page_failed(origin, "redirectLoop", f"redirect loop: {chain}"[:2000], pid=origin_pid,
-                            fetched_at=_iso(utcnow()), finder=request.meta.get("docscraper_finder"))
+            outcomes.failed(origin, "redirectLoop", f"redirect loop: {chain}"[:2000], pid=origin_pid,
+                            fetched_at=iso_utc(utcnow()), finder=request.meta.get("docscraper_finder"))
             raise IgnoreRequest(f"redirect loop: {origin} -> ... -> {request.url}")
-        refusal = run.scope.check(request.url)
+        refusal = target.scope.check(request.url)
         if refusal is not None:
             request.meta["docscraper_refused"] = True
-            run.refuse(origin, Refusal("redirectOutOfScope", f"redirects to {request.url} ({refusal.detail})"))
+            outcomes.refuse(origin, Refusal("redirectOutOfScope", f"redirects to {request.url} ({refusal.detail})"))
             raise IgnoreRequest(f"redirect out of scope: {origin} -> {request.url}")
-        target = page_id(request.url)
-        if target in _chain_pages(origin_pid, redirect_urls):  # the same page, or a loop under way
+        dest = page_id(request.url)
+        if dest in _chain_pages(origin_pid, redirect_urls):  # the same page, or a loop under way
             return None
-        holder = run.claimed.get(target)
+        holder = self.ledger.claimant(dest)
         if holder is not None and page_id(holder) != origin_pid:
             request.meta["docscraper_refused"] = True
-            run.note_duplicate(origin, redirect=True, of=holder)
+            outcomes.duplicate(origin, redirect=True, of=holder)
             raise IgnoreRequest(f"redirect to a page already claimed: {origin} -> {request.url}")
-        run.claimed.setdefault(target, request.url)
+        if holder is None:
+            self.ledger.claim(dest, request.url)
         return None

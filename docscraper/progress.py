@@ -1,6 +1,6 @@
 """A crawl's live progress: written to the state database for ``scrapy status``, shown on the terminal.
 
-:func:`build_progress` takes a snapshot of a :class:`~docscraper.run.CrawlRun`: pages done, queued and
+:func:`build_progress` takes a snapshot of a run from its ledger: pages done, queued and
 in flight; new, changed, unchanged, failed and skipped pages (failures and refusals by reason, with the
 latest URLs); chunks written, embeddings computed, the rate in pages per second over the whole run and
 over the last half minute. Every count comes from the run's ledger tallies and counters, so a snapshot
@@ -22,19 +22,21 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
-from docscraper.config import DocscraperConfig
-from docscraper.state import utcnow
+from docscraper.crawl.signals import run_opened
+from docscraper.state import iso_utc, utcnow
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from scrapy.crawler import Crawler
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
 
-    from docscraper.run import CrawlRun
+    from docscraper.crawl.ledger import RunLedger
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["RECENT_WINDOW", "ProgressLine", "ProgressRecorder", "RateMeter", "build_progress",
            "format_duration", "format_progress_line", "queued_requests"]
@@ -45,10 +47,6 @@ logger = logging.getLogger(__name__)
 RECENT_WINDOW = 30.0
 
 _CHANGES = ("new", "changed", "unchanged")
-
-
-def _iso(value: Any) -> str:
-    return str(value.isoformat()).replace("+00:00", "Z")
 
 
 class RateMeter:
@@ -102,34 +100,36 @@ def stopping(crawler: Crawler) -> bool:
     return getattr(getattr(engine, "_slot", None), "closing", None) is not None
 
 
-def _outcomes(run: CrawlRun, status: str) -> dict[str, Any]:
-    tally = run.ledger.tally
+def _outcomes(ledger: RunLedger, status: str) -> dict[str, Any]:
+    tally = ledger.tally
     prefix = f"{status}."
     by_reason = {k[len(prefix):]: v for k, v in sorted(tally.items()) if k.startswith(prefix) and v > 0}
-    return {"count": tally[status], "by_reason": by_reason, "recent": list(run.ledger.recent[status])}
+    return {"count": tally[status], "by_reason": by_reason, "recent": list(ledger.recent[status])}
 
 
-def build_progress(run: CrawlRun, meter: RateMeter | None = None, *, interval: float | None = None) -> dict[str, Any]:
-    """A JSON-ready snapshot of the run's progress (the ``runs.progress`` column; see the README)."""
+def build_progress(ledger: RunLedger, crawler: Crawler, started_at: datetime, meter: RateMeter | None = None, *,
+                   interval: float | None = None) -> dict[str, Any]:
+    """A JSON-ready snapshot of a run's progress from its ledger (the ``runs.progress`` column; see the
+    README)."""
     now = utcnow()
-    tally = run.ledger.tally
+    tally = ledger.tally
     changes = {change: tally[f"success.{change}"] for change in _CHANGES}
-    failed = _outcomes(run, "failed")
-    skipped = _outcomes(run, "skipped")
+    failed = _outcomes(ledger, "failed")
+    skipped = _outcomes(ledger, "skipped")
     done = sum(changes.values()) + failed["count"]
-    queued, in_flight = queued_requests(run.crawler)
-    elapsed = max(0.0, (now - run.started_at).total_seconds())
+    queued, in_flight = queued_requests(crawler)
+    elapsed = max(0.0, (now - started_at).total_seconds())
     recent = meter.sample(done) if meter is not None else None
     overall = done / elapsed if elapsed > 0 else 0.0
     progress: dict[str, Any] = {
-        "started_at": _iso(run.started_at),
-        "updated_at": _iso(now),
+        "started_at": iso_utc(started_at),
+        "updated_at": iso_utc(now),
         "elapsed_s": round(elapsed, 3),
         "pages": {
             "done": done,
             # Pages fetched and waiting in the pipelines (for the model, say) are neither queued nor in
             # flight: every page the run took a slot for is known.
-            "known": max(done + queued + in_flight, run.scheduled_pages),
+            "known": max(done + queued + in_flight, ledger.scheduled_pages),
             "queued": queued,
             "in_flight": in_flight,
             **changes,
@@ -139,11 +139,11 @@ def build_progress(run: CrawlRun, meter: RateMeter | None = None, *, interval: f
         },
         "failed": failed,
         "skipped": skipped,
-        "chunks_written": run.counters["chunks_added"],
-        "embeddings_computed": run.counters["embeddings_computed"],
+        "chunks_written": ledger.counters["chunks_added"],
+        "embeddings_computed": ledger.counters["embeddings_computed"],
         "rate": {"overall": round(overall, 3), "recent": round(overall if recent is None else recent, 3)},
     }
-    if stopping(run.crawler):
+    if stopping(crawler):
         progress["stopping"] = True
     if interval is not None:
         progress["interval_s"] = interval
@@ -188,13 +188,14 @@ def format_progress_line(progress: Mapping[str, Any], width: int | None = None) 
 class ProgressRecorder:
     """Writes the run's progress and heartbeat to the state database every *interval* seconds.
 
-    Started by :class:`~docscraper.run.CrawlRun` once its run row exists, closed (one last write) before
-    the run is finished. Writes go through ``run.db``, so SQL never runs on the reactor thread; a write
+    Started by :class:`~docscraper.crawl.reporter.RunReporter` once the run's row exists, closed (one last
+    write) before the run is finished. Writes go through the state thread
+    (:meth:`~docscraper.crawl.resources.CrawlResources.db`), so SQL never runs on the reactor thread; a write
     that fails is logged and counted (``docscraper/progress/write_errors``), and the crawl goes on.
     """
 
-    def __init__(self, run: CrawlRun, interval: float) -> None:
-        self.run = run
+    def __init__(self, resources: CrawlResources, interval: float) -> None:
+        self.resources = resources
         self.interval = interval
         self.meter = RateMeter()
         self._loop: AsyncioLoopingCall | LoopingCall | None = None
@@ -221,15 +222,17 @@ class ProgressRecorder:
             deferred_from_coro(self.write())
 
     async def write(self) -> None:
-        run = self.run
-        if run.store is None:
+        resources = self.resources
+        store = resources.store
+        if store is None:
             return
         self._writing = True
         try:
-            progress = build_progress(run, self.meter, interval=self.interval)
-            await run.db(run.store.heartbeat, run.run_id, utcnow(), progress)
+            progress = build_progress(resources.ledger, resources.crawler, resources.started_at, self.meter,
+                                      interval=self.interval)
+            await resources.db(store.heartbeat, resources.run_id, utcnow(), progress)
         except Exception as exc:
-            run.stat("progress/write_errors")
+            resources.outcomes.stat("progress/write_errors")
             if not self._warned:
                 self._warned = True
                 logger.warning("Cannot write the crawl's progress to the state database: %s", exc)
@@ -241,7 +244,7 @@ class ProgressLine:
     """A progress line on stderr, rewritten in place about once a second: done / known, rate, errors.
 
     Settings: ``DOCSCRAPER_PROGRESS_LINE`` (``auto``, the default: only when stderr is a terminal;
-    ``on``; ``off``: :class:`NotConfigured`). The line is written with a carriage return and cleared
+    ``on``; ``off``), read when the run opens (:data:`~docscraper.crawl.signals.run_opened`). The line is written with a carriage return and cleared
     before any log record reaches a handler writing to the same stream, so log lines stay whole; it is
     drawn again on the next tick, and cleared when the spider closes. Scrapy's LogStats stay in the log.
     """
@@ -250,6 +253,7 @@ class ProgressLine:
 
     def __init__(self, crawler: Crawler, stream: IO[str]) -> None:
         self.crawler = crawler
+        self.resources: CrawlResources | None = None
         self.stream = stream
         self.meter = RateMeter(window=10.0)
         self._shown = 0
@@ -258,19 +262,17 @@ class ProgressLine:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ProgressLine:
-        config = DocscraperConfig.from_settings(crawler.settings)
-        stream = sys.stderr
-        # Without a message: a crawl under Scrapyd or with its output piped is the usual case, no warning.
-        if config.progress_line == "off":
-            raise NotConfigured
-        if config.progress_line == "auto" and not (hasattr(stream, "isatty") and stream.isatty()):
-            raise NotConfigured
-        line = cls(crawler, stream)
-        crawler.signals.connect(line.spider_opened, signal=signals.spider_opened)
+        line = cls(crawler, sys.stderr)
+        crawler.signals.connect(line.run_opened, signal=run_opened)
         crawler.signals.connect(line.spider_closed, signal=signals.spider_closed)
         return line
 
-    def spider_opened(self) -> None:
+    def run_opened(self, resources: CrawlResources) -> None:
+        mode = resources.config.progress_line
+        # Without a message: a crawl under Scrapyd or with its output piped is the usual case, no warning.
+        if mode == "off" or (mode == "auto" and not (hasattr(self.stream, "isatty") and self.stream.isatty())):
+            return
+        self.resources = resources
         # Handlers are looked up now: Scrapy installs its root handler when the crawler starts.
         for handler in logging.getLogger().handlers:
             if getattr(handler, "stream", None) is self.stream:
@@ -293,13 +295,12 @@ class ProgressLine:
         return True
 
     def draw(self) -> None:
-        from docscraper.run import run_for  # docscraper.run imports this module
-
-        run = run_for(self.crawler)
-        if run is None or not run.opened:
+        resources = self.resources
+        if resources is None or not resources.opened:
             return
         width = shutil.get_terminal_size((100, 24)).columns - 1
-        text = format_progress_line(build_progress(run, self.meter), width)
+        progress = build_progress(resources.ledger, self.crawler, resources.started_at, self.meter)
+        text = format_progress_line(progress, width)
         self._write("\r" + text.ljust(self._shown))
         self._shown = len(text)
 

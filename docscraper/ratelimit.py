@@ -41,7 +41,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
-from docscraper.config import DocscraperConfig
+from docscraper.crawl.resources import crawl_config
 
 if TYPE_CHECKING:
     from scrapy.core.downloader import Downloader, Slot
@@ -165,7 +165,7 @@ class RateLimitMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RateLimitMiddleware:
-        config = DocscraperConfig.from_settings(crawler.settings)
+        config = crawl_config(crawler)
         if not config.ratelimit_enabled:
             raise NotConfigured("DOCSCRAPER_RATELIMIT_ENABLED is off")
         settings = crawler.settings
@@ -409,15 +409,9 @@ def _is_robots_txt(request: Request) -> bool:
 def ratelimit_for(crawler: Crawler) -> RateLimitMiddleware | None:
     """The crawler's :class:`RateLimitMiddleware`, or None when it is not enabled (or not built yet)."""
     try:
-        engine = crawler.engine
-    except RuntimeError:  # not set before the crawl starts
+        return crawler.get_downloader_middleware(RateLimitMiddleware)
+    except RuntimeError:  # no engine yet: before the crawl starts, or a crawler made by hand
         return None
-    if engine is None:  # a crawler made by hand, in tests
-        return None
-    for middleware in engine.downloader.middleware.middlewares:
-        if isinstance(middleware, RateLimitMiddleware):
-            return middleware
-    return None
 
 
 def apply_crawl_delay(crawler: Crawler, url_or_key: str, seconds: float) -> None:

@@ -54,7 +54,7 @@ from urllib.parse import urlsplit
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.settings import BaseSettings
-from scrapy.utils.misc import build_from_crawler
+from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy_playwright.page import PageMethod
 from twisted.python.failure import Failure
 
@@ -98,6 +98,10 @@ _INSTALL_HINT = (
     "install it with `apt-get install -y chromium` or point DOCSCRAPER_CHROMIUM_PATH at a Chromium "
     "binary (docscraper never downloads a browser)"
 )
+
+
+#: The download handler that renders in Chromium (scrapy-playwright's, with docscraper's launch and guards).
+BROWSER_HANDLER = "docscraper._chromium.ChromiumDownloadHandler"
 
 
 class RenderError(RuntimeError):
@@ -215,9 +219,9 @@ class _Browser:
                 problem = render_problem(crawler.settings)
                 if problem:
                     raise RenderError(problem)
-                from docscraper._chromium import ChromiumDownloadHandler  # imports Playwright
-
-                handler = ChromiumDownloadHandler(crawler)
+                # by dotted path, as Scrapy names download handlers: Playwright is imported only by a crawl
+                # that renders
+                handler = load_object(BROWSER_HANDLER)(crawler)
                 await handler.start()
                 self.handler = handler
             return self.handler

@@ -26,7 +26,7 @@ told what each host's robots.txt said (the report's ``discovery.robots``); a hos
 unreachable makes the run ``partial`` and stops orphan removal (DESIGN rule 3: pages not reached are not
 gone).
 
-Other components read the results with :func:`robots_middleware` (the enabled instance, or None):
+Other components read the results from the enabled instance (``crawler.get_downloader_middleware``):
 ``await robots_for(url)`` fetches the host's robots.txt if this run has not yet (the spider reads its
 ``Sitemap:`` lines from it, so robots.txt is requested once), :meth:`RobotsTxtMiddleware.get` and
 :meth:`RobotsTxtMiddleware.crawl_delay` answer without fetching.
@@ -58,14 +58,14 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
+from docscraper.crawl.resources import CrawlResources
 from docscraper.ratelimit import apply_crawl_delay
-from docscraper.run import run_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.robotstxt import RobotParser
 
-__all__ = ["RobotsDenied", "RobotsTxt", "RobotsTxtMiddleware", "robots_middleware"]
+__all__ = ["RobotsDenied", "RobotsTxt", "RobotsTxtMiddleware"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,17 +128,6 @@ class RobotsDenied(IgnoreRequest):
         self.detail = detail
 
 
-def robots_middleware(crawler: Crawler) -> RobotsTxtMiddleware | None:
-    """The crawler's enabled :class:`RobotsTxtMiddleware`, or None (``ROBOTSTXT_OBEY`` off, no engine)."""
-    engine = crawler.engine
-    if engine is None:
-        return None
-    for middleware in engine.downloader.middleware.middlewares:
-        if isinstance(middleware, RobotsTxtMiddleware):
-            return middleware
-    return None
-
-
 class RobotsTxtMiddleware:
     """Downloader middleware: obey robots.txt as RFC 9309 says, errors included (see the module)."""
 
@@ -153,6 +142,7 @@ class RobotsTxtMiddleware:
         self._robots_user_agent = robots_user_agent
         self._hosts: dict[str, RobotsTxt] = {}
         self._waiting: dict[str, list[Deferred[RobotsTxt]]] = {}
+        self.resources: CrawlResources | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RobotsTxtMiddleware:
@@ -161,8 +151,11 @@ class RobotsTxtMiddleware:
             raise NotConfigured
         parser_class: type[RobotParser] = load_object(settings["ROBOTSTXT_PARSER"])
         build_from_crawler(parser_class, crawler, b"")  # a parser whose library is missing fails now
-        return cls(crawler, parser_class=parser_class, user_agent=str(settings["USER_AGENT"] or ""),
-                   robots_user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None)
+        middleware = cls(crawler, parser_class=parser_class, user_agent=str(settings["USER_AGENT"] or ""),
+                         robots_user_agent=settings.get("ROBOTSTXT_USER_AGENT") or None)
+        # where what each host's robots.txt said is recorded (None outside a docs crawl)
+        middleware.resources = CrawlResources.find(crawler)
+        return middleware
 
     # what other components read ------------------------------------------------------------------
 
@@ -283,6 +276,11 @@ class RobotsTxtMiddleware:
             logger.warning("%s", found.detail)
         else:
             logger.info("%s: %s", found.url, found.detail)
-        run = run_for(self.crawler)
-        if run is not None:
-            run.note_robots(found.netloc, found.as_report(), unreachable=found.detail if found.disallow_all else None)
+        resources = self.resources
+        if resources is not None:
+            # the report's ``discovery.robots``; an unreachable robots.txt means nothing on the host was
+            # fetched: the run is partial and removes nothing
+            ledger = resources.ledger
+            ledger.discovery.setdefault("robots", {})[found.netloc] = found.as_report()
+            if found.disallow_all:
+                ledger.robots_unreachable[found.netloc] = found.detail

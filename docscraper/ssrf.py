@@ -101,12 +101,14 @@ from twisted.internet.interfaces import (
 )
 from zope.interface import implementer
 
-from docscraper.config import ConfigError, _flag
-from docscraper.run import run_for
+from docscraper.config import ConfigError, flag
+from docscraper.crawl.resources import CrawlResources
 from docscraper.scope import Refusal
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from docscraper.crawl.target import CrawlTarget
 
 __all__ = [
     "REASON",
@@ -271,7 +273,7 @@ class SsrfConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> SsrfConfig:
-        enabled = _flag("DOCSCRAPER_SSRF_GUARD_ENABLED", settings.get("DOCSCRAPER_SSRF_GUARD_ENABLED", True))
+        enabled = flag("DOCSCRAPER_SSRF_GUARD_ENABLED", settings.get("DOCSCRAPER_SSRF_GUARD_ENABLED", True))
         names, networks = cls.parse_hosts(settings.get("DOCSCRAPER_SSRF_ALLOWED_HOSTS"))
         return cls(enabled, names, networks)
 
@@ -488,6 +490,8 @@ class SsrfGuardMiddleware:
 
     def __init__(self, crawler: Crawler, config: SsrfConfig) -> None:
         self.crawler = crawler
+        # the run's target (trusted hosts) and outcomes (refusals); None outside a docs crawl
+        self.resources = CrawlResources.find(crawler)
         self.config = config
         self._proxy_hosts: set[str] = set()
         for scheme, proxy in urllib.request.getproxies().items():
@@ -532,20 +536,23 @@ class SsrfGuardMiddleware:
     def trusted_hosts(self) -> set[str]:
         """The source's host, an explicit ``llms_txt`` URL's host, and the proxies in use."""
         trusted = set(self._proxy_hosts)
-        run = run_for(self.crawler)
-        if run is not None:
-            for url in (run.seed_url, run.args.llms_txt):
+        target = self._target()
+        if target is not None:
+            for url in (target.seed_url, target.args.llms_txt):
                 if url and _host_of(url):
                     trusted.add(_host_of(url))
         return trusted
 
+    def _target(self) -> CrawlTarget | None:
+        return self.resources.target if self.resources is not None else None
+
     def _file_allowed(self, url: str) -> bool:
-        run = run_for(self.crawler)
-        if run is None:
+        target = self._target()
+        if target is None:
             return False
-        if urlsplit(run.seed_url).scheme.lower() == "file":
+        if urlsplit(target.seed_url).scheme.lower() == "file":
             return True
-        return bool(run.args.llms_txt) and url == run.args.llms_txt
+        return bool(target.args.llms_txt) and url == target.args.llms_txt
 
     def connect_refusal(self, name: str, address: IPAddress) -> str | None:
         """The verdict on a connection to *address*, resolved from *name* (the resolver layer)."""
@@ -601,11 +608,10 @@ class SsrfGuardMiddleware:
             detail = f"redirects to {request.url}: {detail}"
         self._stat("ssrf/refused")
         logger.warning("SSRF guard refused %s: %s (DOCSCRAPER_SSRF_ALLOWED_HOSTS lets a host through)", origin, detail)
-        run = run_for(self.crawler)
         meta = request.meta
         tracked = "docscraper_page_id" in meta or "docscraper_discovery" in meta
-        if run is not None and tracked and not meta.get("docscraper_refused"):
-            run.refuse(origin, Refusal(REASON, detail), finder=meta.get("docscraper_finder"),
+        if self._target() is not None and self.resources is not None and tracked and not meta.get("docscraper_refused"):
+            self.resources.outcomes.refuse(origin, Refusal(REASON, detail), finder=meta.get("docscraper_finder"),
                        discovery=meta.get("docscraper_discovery"))
             meta["docscraper_refused"] = True
         raise IgnoreRequest(f"SSRF guard: {detail}")

@@ -12,18 +12,19 @@ import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
-from docscraper.config import DocscraperConfig
+from docscraper.crawl.signals import run_opened
 from docscraper.progress import format_duration, queued_requests
-from docscraper.run import run_for
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
+
+    from docscraper.crawl.ledger import RunLedger
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["STALLED", "Watchdog"]
 
@@ -36,7 +37,8 @@ STALLED = "stalled"
 class Watchdog:
     """Closes the spider with reason ``stalled`` after ``DOCSCRAPER_WATCHDOG_SECONDS`` without progress.
 
-    Settings: ``DOCSCRAPER_WATCHDOG_SECONDS`` (900; 0 turns the watchdog off: :class:`NotConfigured`).
+    Settings: ``DOCSCRAPER_WATCHDOG_SECONDS`` (900; 0 turns the watchdog off). It watches from the moment the
+    run is open (:data:`~docscraper.crawl.signals.run_opened`).
     Progress is any response received, item scraped, dropped or failed, or a new outcome in the run's
     ledger. A stalled run is an ``aborted`` run: what it stored stays, and it removes nothing (DESIGN
     rule 3). Requests already in flight still finish (or time out) before the spider closes.
@@ -44,10 +46,11 @@ class Watchdog:
     Stats: ``docscraper/watchdog/stalled`` (1 when the watchdog closed the crawl).
     """
 
-    def __init__(self, crawler: Crawler, timeout: float) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.timeout = timeout
-        self.check_every = max(0.05, min(timeout / 4, 15.0))
+        self.ledger: RunLedger | None = None
+        self.timeout = 0.0
+        self.check_every = 15.0
         self.last_progress = time.monotonic()
         self.fired = False
         self._marker: tuple[int, ...] = ()
@@ -55,26 +58,30 @@ class Watchdog:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Watchdog:
-        config = DocscraperConfig.from_settings(crawler.settings)
-        if not config.watchdog_seconds:
-            raise NotConfigured("DOCSCRAPER_WATCHDOG_SECONDS is 0")
-        watchdog = cls(crawler, config.watchdog_seconds)
-        download_timeout = crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
-        if download_timeout > config.watchdog_seconds:
-            logger.warning(
-                "DOCSCRAPER_WATCHDOG_SECONDS (%s) is shorter than DOWNLOAD_TIMEOUT (%s): one slow page may "
-                "close the crawl as stalled", config.watchdog_seconds, download_timeout,
-            )
+        watchdog = cls(crawler)
         for signal in (signals.response_received, signals.item_scraped, signals.item_dropped, signals.item_error):
             crawler.signals.connect(watchdog.progressed, signal=signal)
-        crawler.signals.connect(watchdog.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(watchdog.run_opened, signal=run_opened)
         crawler.signals.connect(watchdog.spider_closed, signal=signals.spider_closed)
         return watchdog
 
     def progressed(self) -> None:
         self.last_progress = time.monotonic()
 
-    def spider_opened(self) -> None:
+    def run_opened(self, resources: CrawlResources) -> None:
+        """Start watching once the run is open (``DOCSCRAPER_WATCHDOG_SECONDS`` 0: never)."""
+        timeout = resources.config.watchdog_seconds
+        if not timeout:
+            return
+        self.ledger = resources.ledger
+        self.timeout = timeout
+        self.check_every = max(0.05, min(timeout / 4, 15.0))
+        download_timeout = self.crawler.settings.getfloat("DOWNLOAD_TIMEOUT")
+        if download_timeout > timeout:
+            logger.warning(
+                "DOCSCRAPER_WATCHDOG_SECONDS (%s) is shorter than DOWNLOAD_TIMEOUT (%s): one slow page may "
+                "close the crawl as stalled", timeout, download_timeout,
+            )
         self.last_progress = time.monotonic()
         self._loop = create_looping_call(self.check)
         self._loop.start(self.check_every, now=False)
@@ -86,13 +93,12 @@ class Watchdog:
 
     def check(self) -> None:
         now = time.monotonic()
-        run = run_for(self.crawler)
-        if run is not None:
-            tally = run.ledger.tally
-            marker = (len(run.ledger.items), tally["success"], tally["failed"])
-            if marker != self._marker:
-                self._marker = marker
-                self.last_progress = now
+        assert self.ledger is not None
+        tally = self.ledger.tally
+        marker = (len(self.ledger.items), tally["success"], tally["failed"])
+        if marker != self._marker:
+            self._marker = marker
+            self.last_progress = now
         idle = now - self.last_progress
         if self.fired or idle < self.timeout:
             return

@@ -1,8 +1,10 @@
 """Change detection: hash each page's Markdown against the state table; drop what did not change.
 
 ``ChangeDetectionPipeline`` sets ``metadata.content_hash`` (SHA-256 of the normalized Markdown) and
-``metadata.change`` (``new``, ``changed`` or ``unchanged``). An unchanged page is marked seen and
-dropped with ``DropItem`` at DEBUG level: no chunking, no embedding, no index write (DESIGN rule 2).
+``metadata.change`` (``new``, ``changed`` or ``unchanged``). An unchanged page (the same hash, or a 304: the
+spider's ``not_modified`` item) is marked seen and dropped with ``DropItem`` at DEBUG level: no chunking, no
+embedding, no index write (DESIGN rule 2). Seen-marks are written to the state database in batches of
+``DOCSCRAPER_SEEN_FLUSH_SIZE`` and when the spider closes.
 With ``-a full=1`` unchanged pages go on down the pipeline and are reported with ``forced: true``; so
 does a page marked by ``scrapy reindex`` (``metadata.force``), counted as ``forced``.
 
@@ -14,13 +16,19 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from typing import TYPE_CHECKING
 
 from scrapy.exceptions import DropItem
 
 from docscraper.extraction import normalize_markdown
 from docscraper.items import PageItem
-from docscraper.run import run_for
+from docscraper.state import PageSeen, utcnow
 from pipelines._base import RunPipeline
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["ChangeDetectionPipeline", "content_hash"]
 
@@ -32,15 +40,24 @@ def content_hash(markdown: str) -> str:
 
 
 class ChangeDetectionPipeline(RunPipeline):
-    enabled_setting = "DOCSCRAPER_CHANGE_DETECTION_ENABLED"
+    enabled_by = "change_detection_enabled"
+
+    def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
+        super().__init__(crawler, resources)
+        self._seen: list[PageSeen] = []
 
     async def process_item(self, item: object) -> object:
-        run = run_for(self.crawler)
-        if run is None or not isinstance(item, PageItem):
+        if not isinstance(item, PageItem):
             return item
+        target = self.resources.target
+        assert target is not None
         meta = item.metadata
+        if item.not_modified:
+            # a 304: no body; the stored hash, links and redirects stay as they are
+            await self._unchanged(item, links=None, redirects=None, details={"httpStatus": 304})
+            raise DropItem(f"unchanged (304): {item.url}", log_level="DEBUG")
         meta.content_hash = content_hash(item.markdown)
-        previous = run.known.get(meta.page_id)
+        previous = target.known.get(meta.page_id)
         if previous is None or previous.status != "active" or not previous.content_hash:
             meta.change = "new"
         elif previous.content_hash != meta.content_hash:
@@ -48,21 +65,34 @@ class ChangeDetectionPipeline(RunPipeline):
         else:
             meta.change = "unchanged"
         if meta.force:
-            run.count("forced")
-        if meta.change == "unchanged" and not run.args.full and not meta.force:
-            await run.page_unchanged(
-                meta.page_id,
-                meta.path,
-                etag=meta.etag,
-                last_modified=meta.last_modified,
-                http_status=meta.http_status,
-                fetched_at=meta.fetched_at,
-                links=meta.links,
-                redirects=meta.redirects,
-                url=item.url,
-                finder=meta.finder,
-                depth=meta.depth,
-                httpStatus=meta.http_status,
-            )
+            self.outcomes.count("forced")
+        if meta.change == "unchanged" and not target.args.full and not meta.force:
+            await self._unchanged(item, links=meta.links, redirects=meta.redirects,
+                                  details={"httpStatus": meta.http_status, "hint": item.hint})
             raise DropItem(f"unchanged: {item.url}", log_level="DEBUG")
         return item
+
+    async def _unchanged(self, item: PageItem, *, links: list[str] | None, redirects: list[str] | None,
+                         details: dict[str, object]) -> None:
+        """A page whose content did not change: reached, reported, and marked seen. *links* and *redirects*
+        are None when not fetched (304): the stored ones are kept."""
+        meta = item.metadata
+        self.ledger.reached.add(meta.page_id)
+        self.outcomes.processed(meta.path, "unchanged", meta.fetched_at, pageId=meta.page_id,
+                                redirects=redirects or None, url=item.url, finder=meta.finder, depth=meta.depth,
+                                **details)
+        self._seen.append(PageSeen(meta.page_id, meta.etag, meta.last_modified, meta.http_status, utcnow(),
+                                   None if links is None else tuple(links),
+                                   None if redirects is None else tuple(redirects)))
+        if len(self._seen) >= self.config.seen_flush_size:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write buffered seen-marks to the state database."""
+        resources = self.resources
+        seen, self._seen = self._seen, []
+        if seen and resources.store is not None and resources.target is not None:
+            await resources.db(resources.store.mark_seen, resources.target.source.id, resources.run_id, seen)
+
+    async def close_spider(self) -> None:
+        await self.flush()

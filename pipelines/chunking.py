@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 from docscraper.chunking import Chunker, ChunkingConfig
 from docscraper.items import PageItem
-from docscraper.run import run_for
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["ChunkingPipeline"]
 
@@ -25,19 +26,18 @@ logger = logging.getLogger(__name__)
 
 
 class ChunkingPipeline(RunPipeline):
-    enabled_setting = "DOCSCRAPER_INDEX_ENABLED"
+    enabled_by = "index_enabled"
 
-    def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
+    def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
+        super().__init__(crawler, resources)
         self._chunker: Chunker | None = None
 
     async def process_item(self, item: object) -> object:
-        run = run_for(self.crawler)
-        if run is None or not isinstance(item, PageItem):
+        if not isinstance(item, PageItem) or item.not_modified:
             return item
         if self._chunker is None:
-            embedder = await run.embedder()
-            cfg = run.config
+            embedder = await self.resources.embedder()
+            cfg = self.config
             self._chunker = Chunker(
                 embedder.count_tokens,
                 ChunkingConfig(
@@ -48,6 +48,6 @@ class ChunkingPipeline(RunPipeline):
                 ),
             )
         # Tokenizing is CPU work in Rust that releases the GIL: it runs beside the reactor.
-        item.chunks = await run.call("chunk", self._chunker.chunk, item.markdown, title=item.title)
-        run.stat("chunks", len(item.chunks))
+        item.chunks = await self.resources.call("chunk", self._chunker.chunk, item.markdown, title=item.title)
+        self.outcomes.stat("chunks", len(item.chunks))
         return item

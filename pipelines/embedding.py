@@ -21,12 +21,13 @@ from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredList
 
 from docscraper.items import PageItem
-from docscraper.run import CrawlRun, run_for
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.base import DelayedCall
+
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["EmbeddingPipeline"]
 
@@ -34,10 +35,10 @@ logger = logging.getLogger(__name__)
 
 
 class EmbeddingPipeline(RunPipeline):
-    enabled_setting = "DOCSCRAPER_INDEX_ENABLED"
+    enabled_by = "index_enabled"
 
-    def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
+    def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
+        super().__init__(crawler, resources)
         self._pending: list[tuple[str, Deferred[Any]]] = []
         self._timer: DelayedCall | None = None
         self._busy = False
@@ -46,16 +47,18 @@ class EmbeddingPipeline(RunPipeline):
         self._disarm()
 
     async def process_item(self, item: object) -> object:
-        run = run_for(self.crawler)
-        if run is None or run.vectors is None or not isinstance(item, PageItem) or not item.chunks:
+        resources = self.resources
+        index = resources.index
+        if index is None or not isinstance(item, PageItem) or not item.chunks:
             return item
-        source = run.source.name if run.source else ""
-        previous = await run.call("index", run.vectors.page_chunks, source, item.metadata.page_id)
+        assert resources.target is not None
+        source = resources.target.source.name
+        previous = await resources.call("index", index.page_chunks, source, item.metadata.page_id)
         item.previous_chunks = previous
         # A page marked by `scrapy reindex` is embedded afresh: no stored vector is trusted.
         by_hash = {} if item.metadata.force else {h: cid for cid, h in previous.items() if h}
         reusable = [by_hash[c.chunk_hash] for c in item.chunks if c.chunk_hash in by_hash]
-        stored = await run.call("index", run.vectors.vectors_for, reusable) if reusable else {}
+        stored = await resources.call("index", index.vectors_for, reusable) if reusable else {}
         vectors: list[Any] = []
         waiting: list[tuple[int, Deferred[Any]]] = []
         for position, chunk in enumerate(item.chunks):
@@ -64,9 +67,9 @@ class EmbeddingPipeline(RunPipeline):
                 vectors.append(vector)
                 continue
             vectors.append(None)
-            waiting.append((position, self._submit(run, chunk.embed_text)))
+            waiting.append((position, self._submit(chunk.embed_text)))
         reused = len(item.chunks) - len(waiting)
-        run.count("embeddings_reused", reused)
+        self.outcomes.count("embeddings_reused", reused)
         if waiting:
             results = await maybe_deferred_to_future(
                 DeferredList([d for _, d in waiting], fireOnOneErrback=True, consumeErrors=True)
@@ -78,53 +81,53 @@ class EmbeddingPipeline(RunPipeline):
 
     # batching ------------------------------------------------------------------------------------
 
-    def _submit(self, run: CrawlRun, text: str) -> Deferred[Any]:
+    def _submit(self, text: str) -> Deferred[Any]:
         result: Deferred[Any] = Deferred()
         self._pending.append((text, result))
-        if len(self._pending) >= run.config.embedding_batch_size:
-            self._flush(run)
+        if len(self._pending) >= self.config.embedding_batch_size:
+            self._flush()
         else:
-            self._arm(run)
+            self._arm()
         return result
 
-    def _arm(self, run: CrawlRun) -> None:
+    def _arm(self) -> None:
         """Flush a partial batch after DOCSCRAPER_EMBEDDING_FLUSH_SECONDS, unless a flush is due already."""
         from twisted.internet import reactor
 
         if self._timer is None or not self._timer.active():
-            self._timer = cast("Any", reactor).callLater(run.config.embedding_flush_seconds, self._flush, run)
+            self._timer = cast("Any", reactor).callLater(self.config.embedding_flush_seconds, self._flush)
 
     def _disarm(self) -> None:
         if self._timer is not None and self._timer.active():
             self._timer.cancel()
         self._timer = None
 
-    def _flush(self, run: CrawlRun) -> None:
+    def _flush(self) -> None:
         if self._busy or not self._pending:
             return
         self._disarm()
         # Large batches keep the model busy; the model splits them into its own batch size.
-        limit = run.config.embedding_batch_size * 4
+        limit = self.config.embedding_batch_size * 4
         batch, self._pending = self._pending[:limit], self._pending[limit:]
         self._busy = True
-        run.stat("embedding_batches")
-        done = deferred_from_coro(self._encode(run, batch))
+        self.outcomes.stat("embedding_batches")
+        done = deferred_from_coro(self._encode(batch))
         done.addErrback(lambda failure: logger.error("Embedding batch failed: %s", failure.value))
 
-    async def _encode(self, run: CrawlRun, batch: list[tuple[str, Deferred[Any]]]) -> None:
+    async def _encode(self, batch: list[tuple[str, Deferred[Any]]]) -> None:
         try:
-            embedder = await run.embedder()
-            vectors = await run.call("model", embedder.embed, [text for text, _ in batch])
+            embedder = await self.resources.embedder()
+            vectors = await self.resources.call("model", embedder.embed, [text for text, _ in batch])
         except Exception as exc:
             for _, waiter in batch:
                 waiter.errback(exc)
             return
         finally:
             self._busy = False
-            if len(self._pending) >= run.config.embedding_batch_size:
-                self._flush(run)
+            if len(self._pending) >= self.config.embedding_batch_size:
+                self._flush()
             elif self._pending:
-                self._arm(run)
-        run.count("embeddings_computed", len(batch))
+                self._arm()
+        self.outcomes.count("embeddings_computed", len(batch))
         for (_, waiter), vector in zip(batch, vectors, strict=True):
             waiter.callback(vector)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 
 from docscraper.items import PageItem
-from docscraper.run import run_for
 from docscraper.vectors import ChunkRecord, chunk_id
 from pipelines._base import RunPipeline
 
@@ -23,17 +22,19 @@ logger = logging.getLogger(__name__)
 
 
 class IndexPipeline(RunPipeline):
-    enabled_setting = "DOCSCRAPER_INDEX_ENABLED"
+    enabled_by = "index_enabled"
 
     async def process_item(self, item: object) -> object:
-        run = run_for(self.crawler)
-        if run is None or run.vectors is None or not isinstance(item, PageItem):
+        resources = self.resources
+        index = resources.index
+        if index is None or not isinstance(item, PageItem) or item.not_modified:
             return item
+        assert resources.target is not None
         meta = item.metadata
-        source = run.source.name if run.source else ""
-        source_id = run.source.id if run.source else None
+        source = resources.target.source.name
+        source_id = resources.target.source.id
         if not item.previous_chunks and not item.chunks:
-            item.previous_chunks = await run.call("index", run.vectors.page_chunks, source, meta.page_id)
+            item.previous_chunks = await resources.call("index", index.page_chunks, source, meta.page_id)
         records = [
             ChunkRecord(
                 id=chunk_id(meta.page_id, meta.content_hash, chunk.index, source_id),
@@ -58,11 +59,11 @@ class IndexPipeline(RunPipeline):
         new_ids = {record.id for record in records}
         stale = [cid for cid in item.previous_chunks if cid not in new_ids]
         if records:
-            await run.call("index", run.vectors.upsert, records)
+            await resources.call("index", index.upsert, records)
         if stale:
-            await run.call("index", run.vectors.delete, stale)
+            await resources.call("index", index.delete, stale)
         added = len(new_ids - set(item.previous_chunks))
-        run.count("chunks_added", added)
-        run.count("chunks_deleted", len(stale))
+        self.outcomes.count("chunks_added", added)
+        self.outcomes.count("chunks_deleted", len(stale))
         meta.chunk_count = len(records)
         return item

@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from docscraper.config import ConfigError
+from docscraper.crawl.resources import CrawlResources
 from docscraper.items import PageItem
-from docscraper.mirror import Mirror
-from docscraper.run import run_for
 from pipelines._base import RunPipeline
 from pipelines.change_detection import content_hash
 
@@ -29,38 +27,30 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from docscraper.mirror import Mirror
+
 __all__ = ["MirrorPipeline"]
 
 logger = logging.getLogger(__name__)
 
 
 class MirrorPipeline(RunPipeline):
-    def __init__(self, crawler: Crawler, mirror: Mirror) -> None:
-        super().__init__(crawler)
+    def __init__(self, crawler: Crawler, resources: CrawlResources, mirror: Mirror) -> None:
+        super().__init__(crawler, resources)
         self.mirror = mirror
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        run = run_for(crawler)
-        if run is None:
-            raise NotConfigured("not a docs crawl")
-        directory = run.args.save_dir or run.config.save_dir
-        if directory is None:
+        resources = CrawlResources.of(crawler)
+        if resources.mirror is None:
             raise NotConfigured("no save_dir / DOCSCRAPER_SAVE_DIR")
-        try:
-            mirror = Mirror(directory, stats=crawler.stats)
-        except OSError as exc:
-            raise ConfigError(f"save_dir {str(directory)!r}: cannot create it: {exc}") from None
-        run.mirror = mirror
-        logger.info("Markdown mirror in %s", directory)
-        return cls(crawler, mirror)
+        return cls(crawler, resources, resources.mirror)
 
     async def process_item(self, item: object) -> object:
-        run = run_for(self.crawler)
-        if run is None or not isinstance(item, PageItem):
+        if not isinstance(item, PageItem) or item.not_modified:
             return item
         try:
-            await run.call("mirror", self.mirror.save, item, content_hash(item.markdown))
+            await self.resources.call("mirror", self.mirror.save, item, content_hash(item.markdown))
         except Exception:  # the mirror must never cost the page its place in the index
             logger.exception("Mirror of %s failed", item.url)
         return item

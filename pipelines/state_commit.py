@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from docscraper.items import PageItem
-from docscraper.run import run_for
 from docscraper.state import ImageRecord, PageWrite
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["StateCommitPipeline"]
 
@@ -33,16 +34,19 @@ logger = logging.getLogger(__name__)
 
 
 class StateCommitPipeline(RunPipeline):
-    def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
+    def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
+        super().__init__(crawler, resources)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
 
     async def process_item(self, item: object) -> object:
-        run = run_for(self.crawler)
-        if run is None or not isinstance(item, PageItem):
+        if not isinstance(item, PageItem) or item.not_modified:
             return item
+        resources = self.resources
+        assert resources.store is not None and resources.target is not None
         meta = item.metadata
-        await run.commit_page(
+        await resources.db(
+            resources.store.commit_page,
+            resources.target.source.id,
             PageWrite(
                 page_id=meta.page_id,
                 url=item.url,
@@ -57,7 +61,7 @@ class StateCommitPipeline(RunPipeline):
                 depth=meta.depth,
                 content_type=meta.content_type,
                 fetched_at=datetime.fromisoformat(meta.fetched_at.replace("Z", "+00:00")),
-                run_id=run.run_id,
+                run_id=resources.run_id,
                 chunk_count=meta.chunk_count,
                 links=tuple(meta.links),
                 redirects=tuple(meta.redirects),
@@ -66,18 +70,17 @@ class StateCommitPipeline(RunPipeline):
             )
         )
         if meta.images:
-            run.count("images", len(meta.images))
-        run.reached.add(meta.page_id)
+            self.outcomes.count("images", len(meta.images))
+        self.ledger.reached.add(meta.page_id)
         forced = meta.change == "unchanged" or meta.force or None
-        run.page_processed(meta.path, meta.change, meta.fetched_at, url=item.url, finder=meta.finder,
-                           depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced,
-                           redirects=meta.redirects or None)
+        self.outcomes.processed(meta.path, meta.change, meta.fetched_at, url=item.url, finder=meta.finder,
+                                depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced,
+                                redirects=meta.redirects or None, hint=item.hint)
         return item
 
     def item_error(self, item: Any, response: Any, spider: Any, failure: Any) -> None:
-        run = run_for(self.crawler)
-        if run is None or not isinstance(item, PageItem):
+        if not isinstance(item, PageItem):
             return
         error = f"{failure.type.__name__}: {failure.getErrorMessage()}"
         logger.error("Page %s was not indexed: %s", item.url, error)
-        run.page_failed(item.url, "error", error, pid=item.metadata.page_id, fetched_at=item.metadata.fetched_at)
+        self.outcomes.failed(item.url, "error", error, pid=item.metadata.page_id, fetched_at=item.metadata.fetched_at)

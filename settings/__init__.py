@@ -43,8 +43,12 @@ AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 0.25
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
-# A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
 EXTENSIONS = {
+    # the run's ledger, state store, vector index, embedder and threads, opened and closed with the spider
+    "docscraper.crawl.resources.CrawlResources": 0,
+    # the run's row, live progress, and at close the removal decisions and the stats report
+    "docscraper.crawl.reporter.RunReporter": 10,
+    # A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
     "scrapy.extensions.throttle.AutoThrottle": None,
     "docscraper.throttle.ConditionalAutoThrottle": 0,
     # a progress line on a terminal; a crawl without progress for DOCSCRAPER_WATCHDOG_SECONDS stops
@@ -74,9 +78,13 @@ REDIRECT_MAX_TIMES = 10
 # Pages, not URLs: /page/, /page#x and /page?utm_source=y are one request.
 REQUEST_FINGERPRINTER_CLASS = "docscraper.middlewares.PageFingerprinter"
 DUPEFILTER_CLASS = "docscraper.middlewares.PageDupeFilter"
-# The spider assigns depth itself (llms.txt and sitemap pages are depth 1 however deep their sitemap
-# was) and records every refusal, so Scrapy's DepthMiddleware is replaced by that.
-SPIDER_MIDDLEWARES = {"scrapy.spidermiddlewares.depth.DepthMiddleware": None}
+# Scope, depth, page budget and claims: ScopeMiddleware judges every request and page the spider yields
+# (llms.txt and sitemap pages are depth 1 however deep their sitemap was) and records every refusal, so it
+# replaces Scrapy's DepthMiddleware. It runs nearest the spider (the highest order number).
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "docscraper.crawl.scope_middleware.ScopeMiddleware": 950,
+}
 DOWNLOADER_MIDDLEWARES = {
     # SSRF guard: no request (redirect hops, discovery and robots.txt included) to loopback, private,
     # link-local... addresses other than the source's host; first, so robots.txt is not asked first.
@@ -85,6 +93,8 @@ DOWNLOADER_MIDDLEWARES = {
     # robots.txt per RFC 9309 (a 5xx or unreachable robots.txt disallows the host), in Scrapy's slot.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "docscraper.robots.RobotsTxtMiddleware": 100,
+    # If-None-Match / If-Modified-Since from the state, for pages the index holds (304 = unchanged)
+    "docscraper.crawl.conditional.ConditionalRequestMiddleware": 450,
     # Retry-After pauses, Crawl-delay, stop on repeated 429s; between RetryMiddleware (550) and the
     # downloader, so it sees a 429 before it is retried.
     "docscraper.ratelimit.RateLimitMiddleware": 560,

@@ -13,7 +13,9 @@ import os
 
 from settings import *  # noqa: F403
 
-DOCSCRAPER_DISTRIBUTED = True
+# The run ledger in Redis: claims, emitted pages and the page budget shared by every worker, each worker's
+# outcomes merged into one report by the last to close. This and the scheduler are what make a run shared.
+DOCSCRAPER_LEDGER_CLASS = "docscraper.distributed.RedisLedger"
 REDIS_URL = os.environ.get("DOCSCRAPER_REDIS_URL", "redis://127.0.0.1:6379/0")
 # scrapy-redis's scheduler on the run's keys (docscraper:<run>:*), with the run's coordinator; it keeps
 # the shared queue when a worker closes (SCHEDULER_PERSIST, forced on). Its dupefilter is PageDupeFilter

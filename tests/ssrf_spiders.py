@@ -8,11 +8,11 @@ another host in, to show that the guard refuses it all the same. Crawl with
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
-
-from scrapy.crawler import Crawler
 
 from docscraper.scope import Refusal, Scope
 from docscraper.spiders.docs import DocsSpider
@@ -35,18 +35,16 @@ class WideScope(Scope):
 class WideDocsSpider(DocsSpider):
     name = "docs"
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> WideDocsSpider:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        assert isinstance(spider, WideDocsSpider)
-        hosts = tuple(h.strip().lower() for h in crawler.settings.getlist("SSRF_TEST_EXTRA_HOSTS"))
-        run = spider.run
-        narrow = run._scope_from_args
-
-        def wide(base: Scope | None = None) -> Scope:
-            s = narrow(base)
-            return WideScope(s.prefix, s.allow, s.block, s.max_depth, s.max_pages, hosts)
-
-        setattr(run, "_scope_from_args", wide)  # noqa: B010 - an instance attribute shadows the method
-        run.scope = wide()
-        return spider
+    async def start(self) -> AsyncIterator[Any]:
+        # The run is open (its target resolved from the state) before the spider starts: widen its scope.
+        resources = self.run_resources()
+        target = resources.target
+        if target is not None:
+            hosts = tuple(h.strip().lower() for h in self.crawler.settings.getlist("SSRF_TEST_EXTRA_HOSTS"))
+            s = target.scope
+            wide = dataclasses.replace(target, scope=WideScope(s.prefix, s.allow, s.block, s.max_depth,
+                                                               s.max_pages, hosts))
+            resources.target = wide
+            resources.outcomes.bind(wide)
+        async for out in super().start():
+            yield out

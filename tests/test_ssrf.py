@@ -288,10 +288,18 @@ class FakeRun:
         self.refused.append((url, refusal, details))
 
 
+@dataclass
+class FakeResources:
+    """The run's resources as the guard uses them: the target (seed, llms_txt) and the outcomes (refusals)."""
+
+    target: FakeRun
+    outcomes: FakeRun
+
+
 @pytest.fixture
 def run(monkeypatch: pytest.MonkeyPatch) -> FakeRun:
     fake = FakeRun()
-    monkeypatch.setattr(ssrf, "run_for", lambda crawler: fake)
+    monkeypatch.setattr(ssrf.CrawlResources, "find", staticmethod(lambda crawler: FakeResources(fake, fake)))
     return fake
 
 

@@ -22,8 +22,8 @@ import pytest
 from scrapy.settings import Settings
 
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.ledger import RECENT_OUTCOMES, MemoryLedger, summarize
 from docscraper.progress import RateMeter, build_progress, format_duration, format_progress_line
-from docscraper.report import RECENT_OUTCOMES, RunLedger, summarize
 from docscraper.state import RunRecord, SqlStateStore, utcnow
 from docscraper.status import RunStatus, crawl_status, describe, pid_alive, run_state
 from tests.conftest import ROOT, Crawl
@@ -79,7 +79,7 @@ def test_settings_defaults_and_validation(tmp_path: Path) -> None:
 
 
 def test_ledger_tally_matches_summarize_and_keeps_recent_outcomes() -> None:
-    ledger = RunLedger()
+    ledger = MemoryLedger()
     for i in range(RECENT_OUTCOMES + 5):
         ledger.record(f"skip{i}", "skipped", "outOfScope", url=f"https://h/skip{i}")
     ledger.record("a", "skipped", "duplicate", url="https://h/a")
@@ -98,21 +98,29 @@ def test_ledger_tally_matches_summarize_and_keeps_recent_outcomes() -> None:
 # -- progress snapshots and the progress line -----------------------------------------------------------
 
 
-def fake_run(ledger: RunLedger, scheduled_pages: int = 0, **counters: int) -> Any:
+def snapshot(ledger: MemoryLedger, crawler: Any = None, scheduled_pages: int = 0, interval: float | None = None,
+             **counters: int) -> dict[str, Any]:
+    """build_progress of *ledger*, 10 s into a run whose scheduler saw 12 requests and handed out 5."""
+    ledger.scheduled_pages = scheduled_pages
+    ledger.counters = Counter(counters)
+    return build_progress(ledger, crawler or fake_crawler(), utcnow() - timedelta(seconds=10), RateMeter(),
+                          interval=interval)
+
+
+def fake_crawler() -> Any:
     stats = SimpleNamespace(get_value=lambda key, default=0: {"scheduler/enqueued": 12,
                                                                "scheduler/dequeued": 5}.get(key, default))
-    return SimpleNamespace(ledger=ledger, counters=Counter(counters), started_at=utcnow() - timedelta(seconds=10),
-                           scheduled_pages=scheduled_pages, crawler=SimpleNamespace(engine=None, stats=stats))
+    return SimpleNamespace(engine=None, stats=stats)
 
 
 def test_build_progress_counts_pages_failures_and_refusals() -> None:
-    ledger = RunLedger()
+    ledger = MemoryLedger()
     ledger.record("a", "success", "new")
     ledger.record("b", "success", "changed")
     ledger.record("c", "success", "unchanged")
     ledger.record("d", "failed", "httpError", url="https://h/d", detail="HTTP 500")
     ledger.record("e", "skipped", "robots", url="https://h/e")
-    progress = build_progress(fake_run(ledger, chunks_added=7, embeddings_computed=5), RateMeter(), interval=0.5)
+    progress = snapshot(ledger, chunks_added=7, embeddings_computed=5, interval=0.5)
     json.dumps(progress)
     assert progress["pages"] == {"done": 4, "known": 11, "queued": 7, "in_flight": 0, "new": 1, "changed": 1,
                                  "unchanged": 1, "failed": 1, "skipped": 1, "removed": 0}
@@ -123,13 +131,13 @@ def test_build_progress_counts_pages_failures_and_refusals() -> None:
     assert progress["elapsed_s"] >= 10 and 0 < progress["rate"]["overall"] <= 0.4
     assert progress["started_at"].endswith("Z") and progress["updated_at"].endswith("Z")
     # pages fetched and waiting in the pipelines (for the model) are known though neither queued nor in flight
-    waiting = build_progress(fake_run(ledger, scheduled_pages=30), RateMeter(), interval=0.5)
+    waiting = snapshot(ledger, scheduled_pages=30, interval=0.5)
     assert waiting["pages"]["known"] == 30
     assert "stopping" not in progress
     # SIGTERM: the crawler stops taking pages while the in-flight ones finish; status says so
-    closing = fake_run(ledger)
-    closing.crawler.crawling = False
-    assert build_progress(closing, RateMeter())["stopping"] is True
+    closing = fake_crawler()
+    closing.crawling = False
+    assert snapshot(ledger, closing)["stopping"] is True
 
 
 def test_rate_meter_measures_the_recent_window() -> None:

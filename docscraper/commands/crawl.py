@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.crawl.resources import CrawlResources
 from docscraper.rendering import render_problem
 
 if TYPE_CHECKING:
@@ -36,17 +37,17 @@ class Command(ScrapyCrawlCommand):
                 if problem:
                     raise ConfigError(f"render=js: {problem}")
                 # a distributed run (settings.distributed) is named by every worker; nothing else is
-                if crawl_args.run and not self.settings.getbool("DOCSCRAPER_DISTRIBUTED"):
+                if crawl_args.run and not config.distributed:
                     raise ConfigError("-a run= names a shared run: crawl with SCRAPY_SETTINGS_MODULE=settings.distributed")
-                if self.settings.getbool("DOCSCRAPER_DISTRIBUTED") and not crawl_args.run:
+                if config.distributed and not crawl_args.run:
                     raise ConfigError("the distributed profile needs a shared run id: -a run=<id> on every worker")
             except ConfigError as exc:
                 print(f"error: docs spider: {exc}", file=sys.stderr)
                 self.exitcode = 2
                 return
         super().run(args, opts)
-        run = getattr(getattr(self._last_crawler, "spider", None), "run", None)
-        if run is not None and getattr(run, "open_error", None):
+        resources = CrawlResources.find(self._last_crawler) if self._last_crawler is not None else None
+        if resources is not None and resources.open_error:
             self.exitcode = 1
 
     def _create_crawler(self, spidercls: type[Spider] | str) -> Crawler:

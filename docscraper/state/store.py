@@ -52,6 +52,7 @@ __all__ = [
     "StateError",
     "StateStore",
     "database_exists",
+    "iso_utc",
     "migrate",
     "schema_revision",
     "utcnow",
@@ -66,6 +67,11 @@ class StateError(RuntimeError):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def iso_utc(value: datetime) -> str:
+    """An aware UTC time as the reports and the status write it: ISO 8601 with ``Z``."""
+    return value.isoformat().replace("+00:00", "Z")
 
 
 def _aware(value: datetime | None) -> datetime | None:

@@ -1,0 +1,123 @@
+"""How each kind of outcome is written into the run ledger, with its Scrapy stat.
+
+:class:`RunOutcomes` is the one place that turns "this URL was refused", "this URL stands for a page already
+claimed", "this page failed" and "this page was processed" into ledger entries under the right report key,
+so every component records them the same way. It also keeps the failures the state database must learn at
+close (404 and 410 counts, DESIGN rule 4).
+
+Stats (``docscraper/...``): ``pages_refused/<reason>``, ``pages_failed``, ``pages_<change>``, and every
+counter of the report's ``counters`` (:meth:`RunOutcomes.count`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from docscraper.state import PageFailure, utcnow
+from docscraper.urls import page_id
+
+if TYPE_CHECKING:
+    from scrapy.statscollectors import StatsCollector
+
+    from docscraper.crawl.ledger import RunLedger
+    from docscraper.crawl.target import CrawlTarget
+    from docscraper.scope import Refusal
+
+__all__ = ["RunOutcomes"]
+
+
+class RunOutcomes:
+    """Records outcomes for one run: built with the run's ledger and stats, bound to its target at open."""
+
+    def __init__(self, ledger: RunLedger, stats: StatsCollector | None, gone_after: int) -> None:
+        self.ledger = ledger
+        self.stats = stats
+        self.gone_after = gone_after
+        self.target: CrawlTarget | None = None
+        # failures for the state database (consecutive 404s), written when the run closes
+        self.failures: list[PageFailure] = []
+
+    def bind(self, target: CrawlTarget) -> None:
+        self.target = target
+
+    def key(self, url: str) -> str:
+        assert self.target is not None
+        return self.target.key(url)
+
+    def stat(self, name: str, count: int = 1) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(f"docscraper/{name}", count)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        """A run counter: in the report's ``counters`` and in Scrapy's stats (``docscraper/<name>``)."""
+        self.ledger.counters[name] += amount
+        self.stat(name, amount)
+
+    def refuse(self, url: str, refusal: Refusal, **details: Any) -> None:
+        """Record a URL that will not be crawled, with its reason."""
+        self.stat(f"pages_refused/{refusal.reason}")
+        self.ledger.record(self.key(url), "skipped", refusal.reason, url=url, detail=refusal.detail, **details)
+
+    def duplicate(self, url: str, *, redirect: bool = False, of: str | None = None) -> None:
+        """Record a URL that stands for a page already claimed (*of*, when known), under the key of the URL
+        as written. Variants that differ only by a fragment are the same request: not recorded."""
+        assert self.target is not None
+        try:
+            pid = page_id(url)
+        except ValueError:
+            return
+        first = of or self.ledger.claimant(pid)
+        key = self.target.scope.raw_key(url)
+        if first is not None and not redirect and key == self.target.scope.raw_key(first):
+            return
+        reason = "redirectDuplicate" if redirect else "duplicate"
+        if redirect and first is not None:
+            with contextlib.suppress(ValueError):
+                self.ledger.redirected_to[pid] = page_id(first)
+        self.stat(f"pages_refused/{reason}")
+        self.ledger.record(key, "skipped", reason, url=url, detail=f"same page as {first}" if first else None)
+
+    def processed(self, key: str, change: str, fetched_at: str | None, **details: Any) -> None:
+        """A page that went through the pipelines (or was found unchanged)."""
+        self.stat(f"pages_{change}")
+        self.ledger.record(key, "success", change, fetched_at=fetched_at, **details)
+
+    def failed(self, url: str, reason: str, detail: str, *, http_status: int | None = None,
+               pid: str | None = None, fetched_at: str | None = None, **details: Any) -> None:
+        """A page that could not be fetched or parsed. It is not an orphan; 410 and repeated 404s of a page
+        the index holds retire it at a clean close (DESIGN rule 4). A 410 from a page the index does not hold
+        (retired already, or never indexed) is no failure: the site says it is gone on purpose, so it is
+        skipped as ``gone`` and does not make every later run partial while a link to it stays."""
+        assert self.target is not None
+        pid = pid or page_id(url)
+        self.ledger.reached.add(pid)
+        key = self.key(url)
+        prev = self.target.known.get(pid)
+        if http_status == 410 and (prev is None or prev.status != "active"):
+            self.stat("pages_refused/gone")
+            self.ledger.record(key, "skipped", "gone", fetched_at=fetched_at, url=url, detail=detail,
+                               httpStatus=http_status, pageId=pid, **details)
+            return
+        self.stat("pages_failed")
+        self.ledger.record(key, "failed", reason, fetched_at=fetched_at, url=url, detail=detail,
+                           httpStatus=http_status, pageId=pid, **details)
+        self.failures.append(PageFailure(pid, url, self.target.scope.relative_path(url), http_status, detail,
+                                         utcnow(), http_status == 404))
+
+    def retirements(self) -> dict[str, str]:
+        """Pages the site says are gone (410, or 404 on ``DOCSCRAPER_GONE_AFTER`` consecutive runs) that the
+        index holds: page id -> report key. Read from the ledger's failures at close."""
+        assert self.target is not None
+        retire: dict[str, str] = {}
+        for key, entry in self.ledger.items.items():
+            status = entry.get("httpStatus")
+            pid = entry.get("pageId")
+            if entry["status"] != "failed" or status not in (404, 410) or not pid:
+                continue
+            prev = self.target.known.get(pid)
+            if prev is None or prev.status != "active":
+                continue
+            if status == 410 or prev.not_found_runs + 1 >= self.gone_after:
+                retire.setdefault(pid, key)
+        return retire

@@ -1,0 +1,284 @@
+"""The extension that records a run: its row in the state database, its live progress, and at close the
+removal decisions (DESIGN rules 3 and 4) and the stats JSON report.
+
+:class:`RunReporter` starts the run's progress recorder when :class:`~docscraper.crawl.resources.CrawlResources`
+has opened the run (:data:`~docscraper.crawl.signals.run_opened`), and when the spider closes
+(:data:`~docscraper.crawl.signals.run_closing`, before the resources close) it:
+
+1. writes the failures the state must count (consecutive 404s);
+2. in a shared run, publishes this worker's part and, if it is the last worker to close, merges every part
+   (:meth:`~docscraper.crawl.ledger.RunLedger.close_worker`);
+3. removes orphans and retires gone pages when the removal gate allows it (:meth:`RunReporter.removal_gate`),
+   chunks first, then state rows (DESIGN rule 1), within ``DOCSCRAPER_MAX_DELETE_RATIO`` unless
+   ``DOCSCRAPER_FORCE_DELETE``;
+4. writes ``runs/<source>/<run-id>.json`` and ``crawl-metadata.json`` (:mod:`docscraper.report`) and finishes
+   the run's row.
+
+Stats: ``docscraper/pages_removed``; counters ``chunks_deleted``, ``removal_errors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from docscraper.crawl.ledger import summarize
+from docscraper.crawl.signals import run_closing, run_opened
+from docscraper.progress import ProgressRecorder
+from docscraper.report import write_report
+from docscraper.state import RunRecord, iso_utc, utcnow
+from docscraper.urls import page_id
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+    from docscraper.config import DocscraperConfig
+    from docscraper.crawl.ledger import RunLedger
+    from docscraper.crawl.outcomes import RunOutcomes
+    from docscraper.crawl.resources import CrawlResources
+    from docscraper.crawl.target import CrawlTarget
+
+__all__ = ["RunReporter"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunReporter:
+    """See the module docstring. It acts on the run's signals only: idle in a crawl that has no run."""
+
+    resources: CrawlResources
+    ledger: RunLedger
+    outcomes: RunOutcomes
+    config: DocscraperConfig
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.progress: ProgressRecorder | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        reporter = cls(crawler)
+        crawler.signals.connect(reporter.run_opened, signal=run_opened)
+        crawler.signals.connect(reporter.run_closing, signal=run_closing)
+        return reporter
+
+    def _bind(self, resources: CrawlResources) -> None:
+        self.resources = resources
+        self.ledger = resources.ledger
+        self.outcomes = resources.outcomes
+        self.config = resources.config
+
+    def run_opened(self, resources: CrawlResources) -> None:
+        """Live progress and heartbeat for ``scrapy status``, from now until close."""
+        self._bind(resources)
+        self.progress = ProgressRecorder(resources, self.config.progress_interval)
+        self.progress.start()
+
+    async def run_closing(self, resources: CrawlResources, reason: str) -> None:
+        self._bind(resources)
+        await self.close(reason)
+
+    # the removal gate ------------------------------------------------------------------------------
+
+    def result(self, reason: str) -> tuple[str, str | None]:
+        ledger = self.ledger
+        if reason != "finished" or self.resources.open_error:
+            return "aborted", self.resources.open_error or f"closed with reason {reason}"
+        if ledger.robots_unreachable:
+            return "partial", "; ".join(ledger.robots_unreachable.values())
+        if ledger.incomplete:
+            return "partial", ledger.incomplete
+        failed = ledger.count("failed")
+        if failed:
+            return "partial", f"{failed} URL(s) failed"
+        return "success", None
+
+    def removal_gate(self, reason: str, target: CrawlTarget) -> str | None:
+        """Why orphans must not be removed this run (DESIGN rule 3), or None when they may be."""
+        ledger = self.ledger
+        if reason != "finished":
+            return f"the crawl closed with reason {reason}"
+        if ledger.frontier_cut:
+            return f"the frontier was cut short ({ledger.frontier_cut})"
+        if ledger.robots_unreachable:
+            return "; ".join(ledger.robots_unreachable.values())
+        if target.narrowed:
+            return "this run narrowed the source's scope with one-time overrides"
+        if ledger.discovery_error:
+            return f"discovery did not complete ({ledger.discovery_error})"
+        if ledger.incomplete:
+            return ledger.incomplete
+        return None
+
+    async def _remove(self, target: CrawlTarget, page_ids: list[str]) -> int:
+        """Retire pages: their chunks go first, then their state rows (DESIGN rule 1)."""
+        resources = self.resources
+        assert resources.store is not None
+        if not page_ids:
+            return 0
+        if resources.index is not None:
+            try:
+                deleted = await resources.call("index", resources.index.delete_pages, target.source.name, page_ids)
+            except Exception as exc:
+                logger.error("Not removing %d pages: their chunks could not be deleted: %s", len(page_ids), exc)
+                self.outcomes.count("removal_errors")
+                return 0
+            self.outcomes.count("chunks_deleted", deleted)
+        return await resources.db(resources.store.mark_removed, target.source.id, page_ids, self.ledger.run_id,
+                                  utcnow())
+
+    def _orphans(self, target: CrawlTarget) -> list[str]:
+        ledger = self.ledger
+        active = {pid for pid, rec in target.known.items() if rec.status == "active"}
+        # A page that now redirects to another is not an orphan unless that page was processed: a redirect
+        # loop between two linked pages leaves both unprocessed, and neither is removed.
+        if ledger.redirected_to:
+            processed: set[str] = set()
+            for entry in ledger.items.values():
+                if entry["status"] != "success":
+                    continue
+                processed.add(entry.get("pageId", ""))
+                if entry.get("url"):
+                    with contextlib.suppress(ValueError):
+                        processed.add(page_id(entry["url"]))
+            ledger.reached.update(pid for pid, dest in ledger.redirected_to.items() if dest not in processed)
+        return sorted(pid for pid in active if pid not in ledger.reached)
+
+    # close -----------------------------------------------------------------------------------------
+
+    async def close(self, reason: str) -> None:
+        try:
+            await self._close(reason)
+        finally:
+            if self.progress is not None:
+                self.progress.stop()
+
+    async def _close(self, reason: str) -> None:
+        resources = self.resources
+        target = resources.target
+        store = resources.store
+        if not resources.opened or target is None or store is None:
+            logger.error("Run %s did not open (%s); nothing was stored", self.ledger.run_id,
+                         resources.open_error or reason)
+            # it registered with a shared run when it opened: leave it, or it counts as a dead worker
+            await self.ledger.withdraw()
+            if store is not None and target is not None:
+                # its run row exists: finish it, or `scrapy status` would call it died
+                with contextlib.suppress(Exception):
+                    await resources.db(store.finish_run, RunRecord(self.ledger.run_id, target.source.id,
+                                                                   resources.started_at, utcnow(), reason, "aborted"))
+            return
+        failures, self.outcomes.failures = self.outcomes.failures, []
+        if failures:
+            await resources.db(store.record_failures, target.source.id, self.ledger.run_id, failures)
+        merged = await self.ledger.close_worker(reason)
+        if merged is None:
+            await self._finish_worker(target, reason)
+            return
+        await self._report(target, merged)
+
+    async def _report(self, target: CrawlTarget, reason: str) -> None:
+        resources = self.resources
+        ledger = self.ledger
+        assert resources.store is not None
+        now = utcnow()
+        removal: dict[str, Any] = {"performed": False, "reason": "", "candidates": 0, "removed": 0,
+                                   "refusedByCap": False, "retired": 0}
+        gate = self.removal_gate(reason, target)
+        active = {pid: rec for pid, rec in target.known.items() if rec.status == "active"}
+        orphans = self._orphans(target)
+        removal["candidates"] = len(orphans)
+        if gate is not None:
+            removal["reason"] = f"no removal: {gate}"
+        else:
+            retiring = self.outcomes.retirements()
+            retire = sorted(retiring)
+            to_remove = orphans
+            share = len(orphans) / len(active) if active else 0.0
+            if orphans and share > self.config.max_delete_ratio and not self.config.force_delete:
+                removal["refusedByCap"] = True
+                removal["reason"] = (
+                    f"refused: {len(orphans)} of {len(active)} pages ({share:.0%}) would be removed, over "
+                    f"DOCSCRAPER_MAX_DELETE_RATIO={self.config.max_delete_ratio}; set DOCSCRAPER_FORCE_DELETE=1 "
+                    "to remove them"
+                )
+                logger.warning("Orphan removal %s", removal["reason"])
+                to_remove = []
+            removed = await self._remove(target, to_remove + retire)
+            removal["performed"] = True
+            removal["removed"] = removed
+            removal["retired"] = len(retire)
+            removal["reason"] = removal["reason"] or "clean finish: pages not reached this run were removed"
+            for pid in to_remove:
+                rec = active[pid]
+                ledger.record(rec.rel_path or target.key(rec.url), "success", "removed",
+                              fetched_at=None, url=rec.url, pageId=pid, detail="not reached this run")
+            for pid in retire:
+                rec = active[pid]
+                ledger.record(retiring[pid], "success", "removed", fetched_at=iso_utc(now), url=rec.url,
+                              pageId=pid, detail="gone (410, or 404 on consecutive runs)")
+            self.outcomes.stat("pages_removed", len(to_remove) + len(retire))
+        result, result_reason = self.result(reason)
+        items = ledger.items
+        stats = self.crawler.stats
+        scrapy_stats = ledger.scrapy_stats(stats.get_stats() if stats is not None else {})
+        started_at = resources.started_at
+        args = target.args
+        report: dict[str, Any] = {
+            "schemaVersion": 1,
+            "runId": ledger.report_id,
+            "scrapydJob": args.scrapyd_job,
+            "source": target.source.name,
+            "seedUrl": target.seed_url,
+            "scopePrefix": target.scope.prefix,
+            "startedAt": iso_utc(started_at),
+            "lastUpdate": iso_utc(now),
+            "durationSeconds": round((now - started_at).total_seconds(), 3),
+            "closeReason": reason,
+            "result": result,
+            "resultReason": result_reason,
+            "full": args.full,
+            "render": target.render,
+            "scope": target.scope.as_dict(),
+            "scopeOverrides": sorted(args.overrides),
+            "frontierCut": ledger.frontier_cut,
+            "removal": removal,
+            "discovery": ledger.discovery,
+            "stats": summarize(items),
+            "counters": dict(sorted(ledger.counters.items())),
+            "scrapy": {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in sorted(scrapy_stats.items())},
+            "items": dict(sorted(items.items())),
+        }
+        if resources.mirror is not None:
+            report["mirror"] = await resources.call("mirror", resources.mirror.report, items)
+        path = write_report(self.config.runs_dir, target.source.name, ledger.report_id, report)
+        await ledger.expire()
+        if self.progress is not None:
+            await self.progress.close()
+        await resources.db(
+            resources.store.finish_run,
+            RunRecord(resources.run_id, target.source.id, started_at, now, reason, result, dict(report["stats"]),
+                      str(path)),
+        )
+        logger.info("Run %s %s: %s; report %s", ledger.report_id, result, _brief(report["stats"]), path)
+
+    async def _finish_worker(self, target: CrawlTarget, reason: str) -> None:
+        """Close a distributed worker that does not write the report: its own run row only."""
+        resources = self.resources
+        assert resources.store is not None
+        if self.progress is not None:
+            await self.progress.close()
+        result, _ = self.result(reason)
+        await resources.db(resources.store.finish_run,
+                           RunRecord(resources.run_id, target.source.id, resources.started_at, utcnow(), reason,
+                                     result, summarize(self.ledger.items)))
+        logger.info("Run %s: worker done (%s); the last worker to close writes the report", resources.run_id, reason)
+
+
+def _brief(stats: dict[str, int]) -> str:
+    keys = ("success.new", "success.changed", "success.unchanged", "success.removed", "skipped", "failed")
+    return ", ".join(f"{k} {stats.get(k, 0)}" for k in keys)

@@ -1,0 +1,285 @@
+"""The extension that owns a ``docs`` crawl's shared parts and resources.
+
+:class:`CrawlResources` is built once per crawl (``EXTENSIONS``). In ``from_crawler`` it parses the
+``DOCSCRAPER_*`` settings into the frozen :class:`~docscraper.config.DocscraperConfig` and builds the run
+ledger (``DOCSCRAPER_LEDGER_CLASS``); at ``spider_opened`` it opens the state store
+(``DOCSCRAPER_STATE_STORE_CLASS``), resolves the run's :class:`~docscraper.crawl.target.CrawlTarget` and
+opens the vector index (``DOCSCRAPER_VECTOR_INDEX_CLASS``); the embedder (``DOCSCRAPER_EMBEDDER_CLASS``) is
+loaded on first use, so an unchanged recrawl never loads the model. It then sends
+:data:`~docscraper.crawl.signals.run_opened`; at ``spider_closed`` it sends
+:data:`~docscraper.crawl.signals.run_closing` (the run's report is written then) and closes everything it
+opened once every handler has returned.
+
+Other components take it once, in their own ``from_crawler``, with :meth:`CrawlResources.of`, and keep
+the parts they need. Blocking calls (SQL, Chroma, the model, files) go through :meth:`CrawlResources.call`,
+one single-thread pool per resource, so the reactor thread never waits and each resource has one user at a
+time. A resource that cannot open closes the crawl at once with a clear reason (``state_unavailable``,
+``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``open_failed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from scrapy import signals
+from scrapy.exceptions import CloseSpider, NotConfigured
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.misc import load_object
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
+
+from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.crawl.outcomes import RunOutcomes
+from docscraper.crawl.signals import run_closing, run_opened
+from docscraper.crawl.target import CrawlTarget, open_target
+from docscraper.embedding import Embedder
+from docscraper.mirror import Mirror
+from docscraper.rendering import RenderError, render_problem
+from docscraper.state import RunRecord, StateError, StateStore, utcnow
+from docscraper.vectors import IndexError_, VectorIndex
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+    from docscraper.crawl.ledger import RunLedger
+
+__all__ = ["CrawlResources", "crawl_config"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_OPEN_ERRORS: dict[type[Exception], str] = {
+    StateError: "state_unavailable",
+    IndexError_: "index_unavailable",
+    RenderError: "render_unavailable",
+    LookupError: "unknown_source",
+}
+
+
+def crawl_config(crawler: Crawler) -> DocscraperConfig:
+    """The crawl's parsed settings: the :class:`CrawlResources`' own in a ``docs`` crawl (parsed once), else
+    parsed from the crawler's settings (a component built by hand, outside a ``docs`` crawl)."""
+    resources = CrawlResources.find(crawler)
+    return resources.config if resources is not None else DocscraperConfig.from_settings(crawler.settings)
+
+
+def _stop_threads(threads: ThreadPool) -> None:
+    if threads.started:
+        threads.stop()
+
+
+class CrawlResources:
+    """See the module docstring. Attributes: :attr:`config`, :attr:`args`, :attr:`ledger`,
+    :attr:`outcomes`, :attr:`mirror` (from ``from_crawler`` on); :attr:`target`, :attr:`store`, :attr:`index`
+    (once open)."""
+
+    def __init__(self, crawler: Crawler, config: DocscraperConfig, args: CrawlArgs, ledger: RunLedger) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.args = args
+        self.ledger = ledger
+        self.outcomes = RunOutcomes(ledger, crawler.stats, config.gone_after)
+        self.started_at = utcnow()
+        self.target: CrawlTarget | None = None
+        self.store: StateStore | None = None
+        self.index: VectorIndex | None = None
+        # the Markdown mirror (-a save_dir, DOCSCRAPER_SAVE_DIR), or None
+        self.mirror: Mirror | None = None
+        self.opened = False
+        self.open_error: str | None = None
+        self._pools: dict[str, ThreadPool] = {}
+        self._pool_triggers: dict[str, Any] = {}
+        self._embedder: Embedder | None = None
+        self._embedder_error: Exception | None = None
+        self._embedder_waiters: list[Deferred[Embedder]] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        args = getattr(crawler.spider, "args", None)
+        if not isinstance(args, CrawlArgs):
+            raise NotConfigured("not a docscraper crawl (the spider has no docscraper arguments)")
+        try:
+            config = DocscraperConfig.from_settings(crawler.settings)
+            if args.run and not config.distributed:
+                raise ConfigError("-a run= names a shared run: crawl with SCRAPY_SETTINGS_MODULE=settings.distributed")
+            started = utcnow()
+            run_id = f"{started:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+            ledger = load_object(config.ledger_class).from_crawler(crawler, config, run_id)
+        except ConfigError as exc:
+            raise ConfigError(f"docs spider: {exc}") from None
+        resources = cls(crawler, config, args, ledger)
+        resources.started_at = started
+        directory = args.save_dir or config.save_dir
+        if directory is not None:
+            try:
+                resources.mirror = Mirror(directory, stats=crawler.stats)
+            except OSError as exc:
+                raise ConfigError(f"save_dir {str(directory)!r}: cannot create it: {exc}") from None
+            logger.info("Markdown mirror in %s", directory)
+        crawler.signals.connect(resources.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(resources.spider_closed, signal=signals.spider_closed)
+        return resources
+
+    @staticmethod
+    def find(crawler: Crawler) -> CrawlResources | None:
+        """The crawl's resources, or None in a crawl that has none (not a ``docs`` crawl, or a crawler built
+        by hand whose extensions were never built)."""
+        try:
+            return crawler.get_extension(CrawlResources)
+        except RuntimeError:
+            return None
+
+    @staticmethod
+    def of(crawler: Crawler) -> CrawlResources:
+        """The crawl's resources, for another component's ``from_crawler``; ``NotConfigured`` in a crawl
+        that has none (not a ``docs`` crawl)."""
+        resources = CrawlResources.find(crawler)
+        if resources is None:
+            raise NotConfigured("docscraper.crawl.resources.CrawlResources is not enabled")
+        return resources
+
+    @property
+    def run_id(self) -> str:
+        return self.ledger.run_id
+
+    # threads ---------------------------------------------------------------------------------------
+
+    def _defer(self, pool: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> Deferred[T]:
+        from twisted.internet import reactor  # imported late: importing it installs a reactor
+
+        if pool not in self._pools:
+            threads = ThreadPool(minthreads=1, maxthreads=1, name=f"docscraper-{pool}")
+            threads.start()
+            self._pools[pool] = threads
+            # A forced shutdown (a second SIGTERM or Ctrl-C) stops the reactor without closing the spider;
+            # the pool's threads are not daemons, so unless the reactor stops them the process never exits.
+            # Twisted stops its own thread pool the same way.
+            self._pool_triggers[pool] = cast("Any", reactor).addSystemEventTrigger(
+                "during", "shutdown", _stop_threads, threads
+            )
+        return deferToThreadPool(reactor, self._pools[pool], func, *args, **kwargs)
+
+    def _stop_pools(self) -> None:
+        from twisted.internet import reactor
+
+        for name, threads in self._pools.items():
+            trigger = self._pool_triggers.pop(name, None)
+            if trigger is not None:
+                cast("Any", reactor).removeSystemEventTrigger(trigger)
+            _stop_threads(threads)
+
+    async def call(self, pool: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking call on one of the run's single-thread pools: ``state`` (SQL), ``index``
+        (Chroma), ``model`` (the embedder), ``chunk``, ``mirror``, ``shared`` (Redis)."""
+        result: T = await maybe_deferred_to_future(self._defer(pool, func, *args, **kwargs))
+        return result
+
+    async def db(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a blocking state call on the state thread."""
+        return await self.call("state", func, *args, **kwargs)
+
+    async def embedder(self) -> Embedder:
+        """The embedding model, loaded once on first use (an unchanged recrawl never loads it).
+
+        A model that cannot load closes the crawl (reason ``embedding_unavailable``): every page would fail
+        the same way, and a crawl that did not finish removes nothing."""
+        if self._embedder is not None:
+            return self._embedder
+        if self._embedder_error is not None:
+            raise self._embedder_error
+        waiter: Deferred[Embedder] = Deferred()
+        if self._embedder_waiters is None:
+            self._embedder_waiters = [waiter]
+            cfg = self.config
+            loading = self._defer("model", load_object(cfg.embedder_class), cfg.embedding_model,
+                                  device=cfg.embedding_device, batch_size=cfg.embedding_batch_size)
+            loading.addCallbacks(self._embedder_loaded, self._embedder_failed)
+        else:
+            self._embedder_waiters.append(waiter)
+        result: Embedder = await maybe_deferred_to_future(waiter)
+        return result
+
+    def _embedder_loaded(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+        for waiter in self._embedder_waiters or []:
+            waiter.callback(embedder)
+        self._embedder_waiters = None
+
+    def _embedder_failed(self, failure: Any) -> None:
+        self._embedder_error = failure.value
+        logger.error("%s; closing the crawl", failure.value)
+        for waiter in self._embedder_waiters or []:
+            waiter.errback(failure)
+        self._embedder_waiters = None
+        engine = self.crawler.engine
+        if engine is not None:
+            deferred_from_coro(engine.close_spider_async(reason="embedding_unavailable"))
+
+    # lifecycle -------------------------------------------------------------------------------------
+
+    async def spider_opened(self, spider: Any) -> None:
+        try:
+            # one worker of a shared run at a time creates the schema and the source row
+            async with self.ledger.opening():
+                await self._open()
+        except tuple(_OPEN_ERRORS) as exc:
+            self.open_error = str(exc)
+            logger.error("%s", exc)
+            raise CloseSpider(next(r for t, r in _OPEN_ERRORS.items() if isinstance(exc, t))) from exc
+        except Exception as exc:
+            self.open_error = f"{exc.__class__.__name__}: {exc}"
+            logger.exception("Cannot open the run")
+            raise CloseSpider("open_failed") from exc
+        await self.crawler.signals.send_catch_log_async(run_opened, resources=self)
+
+    async def _open(self) -> None:
+        cfg = self.config
+        store: StateStore = await self.db(load_object(cfg.state_store_class), cfg.state_url)
+        self.store = store
+        target = await self.db(open_target, store, self.args, self.run_id, self.started_at)
+        if target.render == "js":
+            problem = render_problem(self.crawler.settings, cfg)
+            if problem:
+                raise RenderError(f"cannot render source {target.source.name}: {problem}")
+        self.target = target
+        self.outcomes.bind(target)
+        await self.db(
+            store.start_run,
+            RunRecord(self.run_id, target.source.id, self.started_at, None, None, None, args=target.args_dict()),
+            host=socket.gethostname(),
+            pid=os.getpid(),
+        )
+        if cfg.index_enabled:
+            self.index = await self.call("index", load_object(cfg.vector_index_class), path=cfg.chroma_path,
+                                         url=cfg.chroma_url, collection=cfg.chroma_collection,
+                                         telemetry=cfg.chroma_telemetry)
+        self.opened = True
+        logger.info(
+            "Run %s of source %s (%s): %d known pages, scope %s",
+            self.run_id,
+            target.source.name,
+            target.seed_url,
+            sum(1 for p in target.known.values() if p.status == "active"),
+            target.scope.as_dict(),
+        )
+
+    async def spider_closed(self, spider: Any, reason: str) -> None:
+        try:
+            await self.crawler.signals.send_catch_log_async(run_closing, resources=self, reason=reason)
+        finally:
+            if self.store is not None:
+                self.store.close()
+            if self.index is not None:
+                self.index.close()
+            if self._embedder is not None:
+                self._embedder.close()
+            self._stop_pools()
