@@ -42,6 +42,7 @@ test: venv
 
 lint: venv
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: venv
 	$(BIN)/mypy docscraper pipelines settings

@@ -106,7 +106,7 @@ Times "at N s" count from spawning the crawl process.
 * ``peak RSS``: the crawl process's maximum resident set size, from ``/usr/bin/time -v`` when it exists,
   else from ``os.wait4``'s rusage.
 * ``spider opened / model ready``: the log lines ``Spider opened`` and ``Loaded embedding model`` (logger
-  ``docscraper.embedding``). The model is loaded when the first new page reaches the chunking pipeline;
+  ``docscraper.storage.embedding``). The model is loaded when the first new page reaches the chunking pipeline;
   importing torch and sentence-transformers runs on the model thread while the reactor thread fetches
   and extracts pages.
 * ``all fetched / closing spider``: the first ``LogStats`` line that counts every response of the crawl,
@@ -578,7 +578,7 @@ class Crawl:
 
     @property
     def model_ready(self) -> float | None:
-        return self.first("docscraper.embedding", "Loaded embedding model")
+        return self.first("docscraper.storage.embedding", "Loaded embedding model")
 
     @property
     def model_load_start(self) -> float | None:
@@ -688,7 +688,7 @@ def run_crawl(label: str, source: str, data_dir: Path, logs: Path, server: DocsS
 _DUMP = """
 import json, sys
 from pathlib import Path
-from docscraper.vectors import ChromaIndex
+from docscraper.storage.vectors import ChromaIndex
 index = ChromaIndex(path=Path(sys.argv[1]))
 got = index.collection.get(include=["documents", "metadatas"])
 json.dump({"count": index.count(), "ids": got["ids"], "documents": got["documents"],
@@ -728,7 +728,7 @@ def raw_encode(texts: list[str], *, in_calls: bool) -> dict[str, Any]:
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
-    from docscraper.embedding import default_model_path, resolve_device
+    from docscraper.storage.embedding import default_model_path, resolve_device
 
     hf_logging.disable_progress_bar()
     device = resolve_device(None)

@@ -59,7 +59,7 @@ docscraper ranks the answer first for nine more questions; in the top 5 the two 
 defeat both; each misses two that the other finds: a row of the error-code table and a PL/pgSQL page
 for docscraper, ``string_agg`` and ``UNION`` for the baseline).
 
-Hybrid search, 2026-11-24 (``docscraper.search``: BM25 over the same chunks fused with the vectors by
+Hybrid search, 2026-11-24 (``docscraper.storage.search``: BM25 over the same chunks fused with the vectors by
 reciprocal rank). Both indexes kept with ``--keep`` and re-asked with ``--reuse`` (the baseline's vectors
 are kept too); the row ``vectors`` is docscraper with ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT=0``::
 
@@ -229,7 +229,7 @@ def fetch(url: str, timeout: float = 30) -> str:
 
 def indexed_urls(chroma_path: Path) -> list[str]:
     """Every page URL that has chunks in docscraper's Chroma collection."""
-    from docscraper.vectors import ChromaIndex
+    from docscraper.storage.vectors import ChromaIndex
 
     index = ChromaIndex(path=chroma_path)
     try:
@@ -281,9 +281,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks.baseline import BaselineIndex
     from docscraper.config import DocscraperConfig
-    from docscraper.embedding import SentenceTransformerEmbedder
-    from docscraper.search import Searcher
-    from docscraper.vectors import ChromaIndex
+    from docscraper.storage.embedding import SentenceTransformerEmbedder
+    from docscraper.storage.search import Searcher
+    from docscraper.storage.vectors import ChromaIndex
     from tests.mockserver import DocsServer
 
     docs = args.docs.resolve()

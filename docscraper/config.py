@@ -71,6 +71,14 @@ def _ratio(name: str, value: Any) -> float:
     return _number_between(name, value, 0.0, 1.0)
 
 
+def _entries(value: Any) -> tuple[str, ...]:
+    """A list setting given as a list or as a comma- or space-separated string."""
+    if value is None:
+        return ()
+    items = value if isinstance(value, (list, tuple, set, frozenset)) else re.split(r"[,\s]+", str(value))
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
 def _dotted(name: str, value: Any) -> str:
     text = str(value).strip()
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$", text):
@@ -195,35 +203,35 @@ class DocscraperConfig:
     ``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32),
     ``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
 
-    Search (:mod:`docscraper.search`): ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5: the weight of the BM25
+    Search (:mod:`docscraper.storage.search`): ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5: the weight of the BM25
     keyword ranking against the vector ranking's 1 when the two are fused; 0 ranks by vectors alone).
 
-    Rate limits (:mod:`docscraper.ratelimit`): ``DOCSCRAPER_RATELIMIT_ENABLED`` (on),
+    Rate limits (:mod:`docscraper.crawl.ratelimit`): ``DOCSCRAPER_RATELIMIT_ENABLED`` (on),
     ``DOCSCRAPER_RETRY_AFTER_MAX`` (300 s: the longest ``Retry-After`` pause; 0 ignores the header),
     ``DOCSCRAPER_MAX_CONSECUTIVE_429`` (3: the crawl stops after that many 429s in a row from a host; 0
     never stops), ``DOCSCRAPER_CRAWL_DELAY_MAX`` (60 s: the largest robots.txt ``Crawl-delay`` honoured;
     0 ignores it).
 
-    Watching a crawl (:mod:`docscraper.progress`, :mod:`docscraper.watchdog`):
+    Watching a crawl (:mod:`docscraper.crawl.progress`, :mod:`docscraper.crawl.watchdog`):
     ``DOCSCRAPER_PROGRESS_INTERVAL`` (5 s between two writes of a running crawl's progress to the state
     database; ``scrapy status`` calls a run dead after max(3 intervals, 30 s) without one),
     ``DOCSCRAPER_PROGRESS_LINE`` (``auto``: a progress line on stderr when it is a terminal; ``on``,
     ``off``), ``DOCSCRAPER_WATCHDOG_SECONDS`` (900: a crawl without a response, an item or a finished page
     for that long closes with reason ``stalled``; 0 turns the watchdog off).
 
-    The Markdown mirror (:mod:`docscraper.mirror`): ``DOCSCRAPER_SAVE_DIR`` (unset: no mirror; the
+    The Markdown mirror (:mod:`docscraper.storage.mirror`): ``DOCSCRAPER_SAVE_DIR`` (unset: no mirror; the
     spider argument ``-a save_dir=DIR`` wins over it).
 
-    JavaScript rendering (:mod:`docscraper.rendering`, asked for with ``-a render=js`` or a source's
+    JavaScript rendering (:mod:`docscraper.crawl.rendering`, asked for with ``-a render=js`` or a source's
     stored ``render``): ``DOCSCRAPER_CHROMIUM_PATH`` (``/usr/bin/chromium``: the Chromium binary; never
     downloaded), ``DOCSCRAPER_RENDER_IDLE_TIMEOUT`` (5 s: after the ``load`` event, how long a page's
     scripts may keep the network busy before its DOM is read anyway).
 
     Implementations, each a dotted path (as Scrapyd chooses its job storage):
     ``DOCSCRAPER_LEDGER_CLASS`` (the run ledger, :mod:`docscraper.crawl.ledger`; the ``settings.distributed``
-    profile sets the Redis one), ``DOCSCRAPER_STATE_STORE_CLASS`` (``docscraper.state.SqlStateStore``),
-    ``DOCSCRAPER_VECTOR_INDEX_CLASS`` (``docscraper.vectors.ChromaIndex``), ``DOCSCRAPER_EMBEDDER_CLASS``
-    (``docscraper.embedding.SentenceTransformerEmbedder``).
+    profile sets the Redis one), ``DOCSCRAPER_STATE_STORE_CLASS`` (``docscraper.storage.state.SqlStateStore``),
+    ``DOCSCRAPER_VECTOR_INDEX_CLASS`` (``docscraper.storage.vectors.ChromaIndex``), ``DOCSCRAPER_EMBEDDER_CLASS``
+    (``docscraper.storage.embedding.SentenceTransformerEmbedder``).
 
     A distributed run (:mod:`docscraper.crawl.distributed`): ``DOCSCRAPER_DISTRIBUTED_HEARTBEAT`` (0.5 s
     between heartbeats), ``DOCSCRAPER_DISTRIBUTED_TTL`` (10 s without one before a worker is dead),
@@ -232,9 +240,10 @@ class DocscraperConfig:
     ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (on: unchanged pages are dropped before chunking).
 
     Guards: ``DOCSCRAPER_REDIRECT_SCOPE_ENABLED`` (on: redirect hops are checked against the scope and the
-    claims), ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on; :mod:`docscraper.ssrf` reads its allowed hosts).
+    claims), ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on), ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` (names, IPs and CIDR
+    networks the guard lets through; :mod:`docscraper.crawl.ssrf` validates them).
 
-    Background crawls (:mod:`docscraper.launch`, the MCP server's ``recrawl_source``):
+    Background crawls (:mod:`docscraper.ops.launch`, the MCP server's ``recrawl_source``):
     ``DOCSCRAPER_SCRAPYD_URL`` (unset: a detached ``scrapy crawl`` process on this machine; set: scheduled
     on that Scrapyd), ``DOCSCRAPER_SCRAPYD_PROJECT`` (``docscraper``: the project deployed there).
     """
@@ -276,14 +285,15 @@ class DocscraperConfig:
     scrapyd_url: str | None = None
     scrapyd_project: str = "docscraper"
     ledger_class: str = MEMORY_LEDGER
-    state_store_class: str = "docscraper.state.SqlStateStore"
-    vector_index_class: str = "docscraper.vectors.ChromaIndex"
-    embedder_class: str = "docscraper.embedding.SentenceTransformerEmbedder"
+    state_store_class: str = "docscraper.storage.state.SqlStateStore"
+    vector_index_class: str = "docscraper.storage.vectors.ChromaIndex"
+    embedder_class: str = "docscraper.storage.embedding.SentenceTransformerEmbedder"
     distributed_heartbeat: float = 0.5
     distributed_ttl: float = 10.0
     distributed_idle_grace: float = 2.0
     redirect_scope_enabled: bool = True
     ssrf_guard_enabled: bool = True
+    ssrf_allowed_hosts: tuple[str, ...] = ()
     change_detection_enabled: bool = True
 
     @property
@@ -394,6 +404,7 @@ class DocscraperConfig:
                 "DOCSCRAPER_REDIRECT_SCOPE_ENABLED", settings.get("DOCSCRAPER_REDIRECT_SCOPE_ENABLED", True)
             ),
             ssrf_guard_enabled=flag("DOCSCRAPER_SSRF_GUARD_ENABLED", settings.get("DOCSCRAPER_SSRF_GUARD_ENABLED", True)),
+            ssrf_allowed_hosts=_entries(settings.get("DOCSCRAPER_SSRF_ALLOWED_HOSTS")),
             change_detection_enabled=flag(
                 "DOCSCRAPER_CHANGE_DETECTION_ENABLED", settings.get("DOCSCRAPER_CHANGE_DETECTION_ENABLED", True)
             ),
@@ -478,11 +489,11 @@ class CrawlArgs:
     ``allow``/``block`` are comma-separated globs over URL paths (``!pattern`` in ``allow`` blocks).
     ``max_depth``/``max_pages`` are whole numbers (``max_depth=0`` crawls the source page only).
     ``llms_txt`` is the URL of an llms.txt that auto-detection cannot find. ``full=1`` processes every
-    page as changed. ``save_dir`` is the folder of the Markdown mirror (:mod:`docscraper.mirror`; it wins
+    page as changed. ``save_dir`` is the folder of the Markdown mirror (:mod:`docscraper.storage.mirror`; it wins
     over ``DOCSCRAPER_SAVE_DIR``). A ``file://`` source must exist; it is rewritten to its canonical URL
     (:func:`file_source_url`). ``render=js`` renders the pages in Chromium for this run (http(s) pages
     only: with a ``file://`` source it is an error), ``render=none`` fetches their HTML only (the
-    source's stored ``render`` otherwise; :mod:`docscraper.rendering`).
+    source's stored ``render`` otherwise; :mod:`docscraper.crawl.rendering`).
     ``_job`` is the id Scrapyd gives a job it runs (``scrapyd_job``, in the report as ``scrapydJob``).
     ``run`` is the run id shared by the workers of a distributed run (``settings.distributed`` only).
     """
@@ -539,7 +550,7 @@ class CrawlArgs:
                 raise ConfigError(f"llms_txt must be an http(s) or file URL, got {llms_txt!r}")
         render = render_mode("render", kwargs.get("render"))
         if render == "js" and source.startswith("file:"):
-            # Chromium renders http(s) pages only (docscraper.rendering.renders_url)
+            # Chromium renders http(s) pages only (docscraper.crawl.rendering.renders_url)
             raise ConfigError("render=js renders http(s) pages only, not a folder's files: serve the folder "
                               "(python3 -m http.server) and crawl its URL with -a render=js")
         max_depth = kwargs.get("max_depth")

@@ -52,7 +52,7 @@ from bs4.element import (
 from lxml import etree
 from w3lib.encoding import html_to_unicode
 
-from docscraper.images import ImageRef, html_images, image_alt, image_source, markdown_images
+from docscraper.content.images import ImageRef, html_images, image_alt, image_source, markdown_images
 
 __all__ = [
     "MAX_HTML_CHARS",
@@ -98,7 +98,7 @@ class Extracted:
     ``canonical_url`` is ``<link rel=canonical>`` made absolute, or ``None`` when absent or malformed.
     ``has_scripts_only`` is true for a JavaScript application shell: ``<script>`` tags and no
     meaningful static content.
-    ``images`` are the images of the main content, in document order (:mod:`docscraper.images`).
+    ``images`` are the images of the main content, in document order (:mod:`docscraper.content.images`).
     """
 
     title: str

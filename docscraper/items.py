@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from docscraper.images import ImageRef
+    from docscraper.content.images import ImageRef
 
 __all__ = ["PageItem", "PageMetadata"]
 

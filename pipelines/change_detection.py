@@ -22,7 +22,7 @@ from scrapy.exceptions import DropItem
 
 from docscraper.extraction import normalize_markdown
 from docscraper.items import PageItem
-from docscraper.state import PageSeen, utcnow
+from docscraper.storage.state import PageSeen, utcnow
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from docscraper.chunking import Chunker, ChunkingConfig
+from docscraper.content.chunking import Chunker, ChunkingConfig
 from docscraper.items import PageItem
 from pipelines._base import RunPipeline
 

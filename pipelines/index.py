@@ -3,7 +3,7 @@
 DESIGN rule 1, per page: upsert the new chunks, delete the page's stale chunks, and only then let the
 state commit (the next pipeline) record the page's new hash. A page whose content did not change never
 gets here. Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
-(:func:`~docscraper.vectors.chunk_id`); metadata per DESIGN.
+(:func:`~docscraper.storage.vectors.chunk_id`); metadata per DESIGN.
 
 Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``docscraper/chunks_deleted``.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from docscraper.items import PageItem
-from docscraper.vectors import ChunkRecord, chunk_id
+from docscraper.storage.vectors import ChunkRecord, chunk_id
 from pipelines._base import RunPipeline
 
 __all__ = ["IndexPipeline"]

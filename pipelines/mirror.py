@@ -3,7 +3,7 @@
 ``MirrorPipeline`` runs before change detection (``ITEM_PIPELINES`` order 50), so it sees every page
 whose body was fetched this run, changed or not, and restores a file deleted by hand; a page whose file
 already holds its content hash is not rewritten. Layout, path safety and the report's ``mirror`` object:
-:mod:`docscraper.mirror`. A page that cannot be mirrored is counted and reported, and still indexed.
+:mod:`docscraper.storage.mirror`. A page that cannot be mirrored is counted and reported, and still indexed.
 
 Settings: ``DOCSCRAPER_SAVE_DIR`` (unset: off, ``NotConfigured``); the spider argument ``save_dir`` wins.
 Stats: ``docscraper/mirror/written``, ``docscraper/mirror/unchanged``, ``docscraper/mirror/refused``,
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from docscraper.mirror import Mirror
+    from docscraper.storage.mirror import Mirror
 
 __all__ = ["MirrorPipeline"]
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from docscraper.items import PageItem
-from docscraper.state import ImageRecord, PageWrite
+from docscraper.storage.state import ImageRecord, PageWrite
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:

@@ -25,14 +25,14 @@ DOCSCRAPER_MAX_DELETE_RATIO = 0.5
 DOCSCRAPER_GONE_AFTER = 2
 DOCSCRAPER_SSRF_GUARD_ENABLED = True
 DOCSCRAPER_SSRF_ALLOWED_HOSTS: list[str] = []
-# The Markdown mirror's folder (docscraper.mirror); -a save_dir=DIR wins. Unset: no mirror.
+# The Markdown mirror's folder (docscraper.storage.mirror); -a save_dir=DIR wins. Unset: no mirror.
 DOCSCRAPER_SAVE_DIR = os.environ.get("DOCSCRAPER_SAVE_DIR") or None
-# Where the MCP server's recrawl_source starts crawls (docscraper.launch): unset, a detached
+# Where the MCP server's recrawl_source starts crawls (docscraper.ops.launch): unset, a detached
 # `scrapy crawl` process here; a Scrapyd URL, a job there.
 DOCSCRAPER_SCRAPYD_URL = os.environ.get("DOCSCRAPER_SCRAPYD_URL") or None
-# The SSRF guard's check at connect time (DNS rebinding); docscraper.ssrf.SsrfGuardHostnameResolver
+# The SSRF guard's check at connect time (DNS rebinding); docscraper.crawl.ssrf.SsrfGuardHostnameResolver
 # resolves IPv6 too.
-TWISTED_DNS_RESOLVER = "docscraper.ssrf.SsrfGuardResolver"
+TWISTED_DNS_RESOLVER = "docscraper.crawl.ssrf.SsrfGuardResolver"
 
 # -- politeness -------------------------------------------------------------------------------------
 USER_AGENT = _USER_AGENT
@@ -50,19 +50,19 @@ EXTENSIONS = {
     "docscraper.crawl.reporter.RunReporter": 10,
     # A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
     "scrapy.extensions.throttle.AutoThrottle": None,
-    "docscraper.throttle.ConditionalAutoThrottle": 0,
+    "docscraper.crawl.throttle.ConditionalAutoThrottle": 0,
     # a progress line on a terminal; a crawl without progress for DOCSCRAPER_WATCHDOG_SECONDS stops
-    "docscraper.progress.ProgressLine": 0,
-    "docscraper.watchdog.Watchdog": 0,
+    "docscraper.crawl.progress.ProgressLine": 0,
+    "docscraper.crawl.watchdog.Watchdog": 0,
 }
 DOWNLOAD_TIMEOUT = 30
-# file:// sources: read only inside the source folder, typed by extension (docscraper.localfiles).
+# file:// sources: read only inside the source folder, typed by extension (docscraper.crawl.localfiles).
 # http(s): Scrapy's HTTP/1.1 handler, and Chromium through scrapy-playwright for the page requests of a
-# run that renders (-a render=js); the browser starts with the first rendered page (docscraper.rendering).
+# run that renders (-a render=js); the browser starts with the first rendered page (docscraper.crawl.rendering).
 DOWNLOAD_HANDLERS = {
-    "file": "docscraper.localfiles.LocalFileDownloadHandler",
-    "http": "docscraper.rendering.RenderingDownloadHandler",
-    "https": "docscraper.rendering.RenderingDownloadHandler",
+    "file": "docscraper.crawl.localfiles.LocalFileDownloadHandler",
+    "http": "docscraper.crawl.rendering.RenderingDownloadHandler",
+    "https": "docscraper.crawl.rendering.RenderingDownloadHandler",
 }
 # scrapy-playwright needs the asyncio reactor (Scrapy's default, stated here so no profile loses it).
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
@@ -76,8 +76,8 @@ REDIRECT_MAX_TIMES = 10
 
 # -- identity, order and scope ----------------------------------------------------------------------
 # Pages, not URLs: /page/, /page#x and /page?utm_source=y are one request.
-REQUEST_FINGERPRINTER_CLASS = "docscraper.middlewares.PageFingerprinter"
-DUPEFILTER_CLASS = "docscraper.middlewares.PageDupeFilter"
+REQUEST_FINGERPRINTER_CLASS = "docscraper.crawl.identity.PageFingerprinter"
+DUPEFILTER_CLASS = "docscraper.crawl.identity.PageDupeFilter"
 # Scope, depth, page budget and claims: ScopeMiddleware judges every request and page the spider yields
 # (llms.txt and sitemap pages are depth 1 however deep their sitemap was) and records every refusal, so it
 # replaces Scrapy's DepthMiddleware. It runs nearest the spider (the highest order number).
@@ -88,16 +88,16 @@ SPIDER_MIDDLEWARES = {
 DOWNLOADER_MIDDLEWARES = {
     # SSRF guard: no request (redirect hops, discovery and robots.txt included) to loopback, private,
     # link-local... addresses other than the source's host; first, so robots.txt is not asked first.
-    "docscraper.ssrf.SsrfGuardMiddleware": 40,
-    "docscraper.middlewares.RedirectScopeMiddleware": 50,
+    "docscraper.crawl.ssrf.SsrfGuardMiddleware": 40,
+    "docscraper.crawl.identity.RedirectScopeMiddleware": 50,
     # robots.txt per RFC 9309 (a 5xx or unreachable robots.txt disallows the host), in Scrapy's slot.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "docscraper.robots.RobotsTxtMiddleware": 100,
+    "docscraper.crawl.robots.RobotsTxtMiddleware": 100,
     # If-None-Match / If-Modified-Since from the state, for pages the index holds (304 = unchanged)
     "docscraper.crawl.conditional.ConditionalRequestMiddleware": 450,
     # Retry-After pauses, Crawl-delay, stop on repeated 429s; between RetryMiddleware (550) and the
     # downloader, so it sees a 429 before it is retried.
-    "docscraper.ratelimit.RateLimitMiddleware": 560,
+    "docscraper.crawl.ratelimit.RateLimitMiddleware": 560,
 }
 # Breadth first: the pages nearest the seed come first, which is what max_pages should keep.
 SCHEDULER_DISK_QUEUE = "scrapy.squeues.PickleFifoDiskQueue"

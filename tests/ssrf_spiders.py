@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from docscraper.scope import Refusal, Scope
+from docscraper.crawl.scope import Refusal, Scope
 from docscraper.spiders.docs import DocsSpider
 
 __all__ = ["WideDocsSpider", "WideScope"]

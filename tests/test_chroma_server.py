@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from docscraper.vectors import ChromaIndex
+from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import ROOT, Crawl, CrawlResult
 from tests.mockserver import DocsServer
 from tests.services import ChromaServer, free_port

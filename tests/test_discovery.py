@@ -1,4 +1,4 @@
-"""Tests for docscraper.discovery: llms.txt, llms-full.txt, sitemaps, robots.txt and probe URLs."""
+"""Tests for docscraper.content.discovery: llms.txt, llms-full.txt, sitemaps, robots.txt and probe URLs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from docscraper.discovery import (
+from docscraper.content.discovery import (
     DiscoveredLink,
     LlmsFullSplit,
     html_counterparts,
@@ -678,7 +678,7 @@ def test_entity_bombs_use_little_memory() -> None:
     a fresh interpreter whose peak resident memory is compared with what it had before parsing."""
     script = r"""
 import resource, sys
-from docscraper.discovery import parse_sitemap
+from docscraper.content.discovery import parse_sitemap
 laughs = "".join(f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, 10))
 billion = (f'<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY lol0 "lol">{laughs}]>'
            '<urlset><url><loc>https://h.example/&lol9;</loc></url></urlset>').encode()

@@ -1,4 +1,4 @@
-"""Several workers crawling one source together (settings.distributed, docscraper.distributed).
+"""Several workers crawling one source together (settings.distributed, docscraper.crawl.distributed).
 
 Each test starts its own redis-server (tests/redisserver.py) and runs the workers as
 ``SCRAPY_SETTINGS_MODULE=settings.distributed python -m scrapy crawl docs -a run=<id>`` subprocesses on
@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 import redis
 
-from docscraper.report import load_schema, summarize
+from docscraper.crawl.report import load_schema, summarize
 from tests.conftest import ROOT, Crawl
 from tests.mockserver import DocsServer, copy_site
 from tests.redisserver import RedisServer, redis_server
@@ -242,7 +242,7 @@ def test_a_shared_run_id_needs_the_distributed_profile(site: DocsServer, crawl: 
 
 def test_two_workers_index_into_one_chroma_server(site: DocsServer, redis_server: RedisServer,
                                                   chroma_server: ChromaServer, tmp_path: Path) -> None:
-    from docscraper.vectors import ChromaIndex
+    from docscraper.storage.vectors import ChromaIndex
 
     slow_down(site.root, 0.2)
     data_dir = tmp_path / "distributed"

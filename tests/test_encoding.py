@@ -1,4 +1,4 @@
-"""Tests for docscraper.encoding: declared, undeclared and wrongly declared page encodings."""
+"""Tests for docscraper.content.encoding: declared, undeclared and wrongly declared page encodings."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from docscraper.encoding import body_encoding, decode_body, detect_encoding
+from docscraper.content.encoding import body_encoding, decode_body, detect_encoding
 from docscraper.extraction import extract_html
 
 FRENCH = "Café crème, naïve résumé — “smart quotes” and façade. Déjà vu à la française."

@@ -24,7 +24,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
-from docscraper.report import load_schema, summarize
+from docscraper.crawl.report import load_schema, summarize
 from tests.conftest import Crawl, CrawlResult
 from tests.mockserver import DocsServer
 

@@ -17,14 +17,14 @@ from dataclasses import replace
 
 import pytest
 
-from docscraper.chunking import Chunker, ChunkingConfig
 from docscraper.config import DocscraperConfig
-from docscraper.embedding import SentenceTransformerEmbedder
+from docscraper.content.chunking import Chunker, ChunkingConfig
+from docscraper.content.images import ImageRef
 from docscraper.extraction import extract_html, extract_markdown
-from docscraper.images import ImageRef
-from docscraper.search import Searcher, SearchResult
-from docscraper.state import ImageRecord, PageSeen, PageWrite, SqlStateStore, utcnow
-from docscraper.vectors import ChromaIndex
+from docscraper.storage.embedding import SentenceTransformerEmbedder
+from docscraper.storage.search import Searcher, SearchResult
+from docscraper.storage.state import ImageRecord, PageSeen, PageWrite, SqlStateStore, utcnow
+from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import ROOT, Crawl, CrawlResult
 from tests.mockserver import SITE_ROOT, DocsServer
 

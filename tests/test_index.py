@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from docscraper.config import DocscraperConfig
-from docscraper.embedding import SentenceTransformerEmbedder
-from docscraper.search import Searcher
-from docscraper.vectors import ChromaIndex
+from docscraper.storage.embedding import SentenceTransformerEmbedder
+from docscraper.storage.search import Searcher
+from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import ROOT, Crawl, CrawlResult, crawl_until
 from tests.mockserver import DocsServer
 

@@ -1,4 +1,4 @@
-"""Local folders: ``-a source=file:///path`` (docscraper.localfiles, the spider's file:// discovery)."""
+"""Local folders: ``-a source=file:///path`` (docscraper.crawl.localfiles, the spider's file:// discovery)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 
 from docscraper.config import ConfigError, CrawlArgs
+from docscraper.crawl.localfiles import RACY_SECONDS, content_type_for, local_root, read_local
+from docscraper.crawl.report import load_schema, summarize
 from docscraper.crawl.target import source_name_for_url
-from docscraper.localfiles import RACY_SECONDS, content_type_for, local_root, read_local
-from docscraper.report import load_schema, summarize
 from tests.conftest import Crawl, CrawlResult
 from tests.localdocs import PAGES, age, make_docs, page
 from tests.mockserver import DocsServer, copy_site

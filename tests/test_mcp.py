@@ -3,8 +3,8 @@
 The stdio test spawns ``python -m scrapy mcp`` from the project root as an MCP client would, registers the
 fixture site, starts a crawl (with the index: the real bundled model) that runs in the background, follows
 it with ``crawl_status`` until it finished, then searches and reindexes. The HTTP test starts
-``python -m docscraper.mcp_server`` (what the ``docscraper-mcp`` console script runs) on a loopback port.
-The Scrapyd path of :func:`docscraper.launch.start_crawl` is checked against a stub of Scrapyd's
+``python -m docscraper.ops.mcp_server`` (what the ``docscraper-mcp`` console script runs) on a loopback port.
+The Scrapyd path of :func:`docscraper.ops.launch.start_crawl` is checked against a stub of Scrapyd's
 ``schedule.json`` on loopback that records what it was sent.
 """
 
@@ -34,10 +34,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from docscraper.config import DocscraperConfig
-from docscraper.launch import start_crawl
-from docscraper.sources import SourceArgumentError, SourceError, add_source
-from docscraper.status import pid_alive
-from docscraper.vectors import ChromaIndex, forget_persistent_clients, persistent_stamp
+from docscraper.ops.launch import start_crawl
+from docscraper.ops.sources import SourceArgumentError, SourceError, add_source
+from docscraper.ops.status import pid_alive
+from docscraper.storage.vectors import ChromaIndex, forget_persistent_clients, persistent_stamp
 from tests.conftest import ROOT
 from tests.mockserver import DocsServer
 
@@ -183,11 +183,11 @@ def test_stdio_server_registers_crawls_in_the_background_searches_and_reindexes(
 
 
 def test_streamable_http_transport_on_a_loopback_port(tmp_path: Path) -> None:
-    """``python -m docscraper.mcp_server`` is what the docscraper-mcp console script runs."""
+    """``python -m docscraper.ops.mcp_server`` is what the docscraper-mcp console script runs."""
     stderr = tmp_path / "server.log"
     with stderr.open("w") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "docscraper.mcp_server", "--transport", "http", "--port", "0"],
+            [sys.executable, "-m", "docscraper.ops.mcp_server", "--transport", "http", "--port", "0"],
             cwd=ROOT, env=server_env(tmp_path / "data"), stdin=subprocess.DEVNULL, stdout=err, stderr=err,
         )
     try:
@@ -219,7 +219,7 @@ _WRITE_CHUNKS = """
 import sys
 from pathlib import Path
 import numpy as np
-from docscraper.vectors import ChromaIndex, ChunkRecord
+from docscraper.storage.vectors import ChromaIndex, ChunkRecord
 index = ChromaIndex(path=Path(sys.argv[1]))
 first = int(sys.argv[2])
 rng = np.random.default_rng(first)

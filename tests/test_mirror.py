@@ -1,4 +1,4 @@
-"""The Markdown mirror: ``-a save_dir=DIR`` / ``DOCSCRAPER_SAVE_DIR`` (docscraper.mirror, pipelines.mirror)."""
+"""The Markdown mirror: ``-a save_dir=DIR`` / ``DOCSCRAPER_SAVE_DIR`` (docscraper.storage.mirror, pipelines.mirror)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 from scrapy.settings import Settings
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.crawl.report import load_schema
 from docscraper.items import PageItem, PageMetadata
-from docscraper.mirror import MAX_SEGMENT_BYTES, Mirror, MirrorRefused, front_matter, mirror_path
-from docscraper.report import load_schema
+from docscraper.storage.mirror import MAX_SEGMENT_BYTES, Mirror, MirrorRefused, front_matter, mirror_path
 from pipelines.change_detection import content_hash
 from tests.conftest import Crawl, CrawlResult
 from tests.localdocs import PAGES, age, make_docs, page

@@ -25,12 +25,12 @@ def test_egg_carries_the_project_and_not_the_tests(tmp_path: Path) -> None:
     top = {name.split("/")[0] for name in names}
     assert top == {"EGG-INFO", "docscraper", "pipelines", "settings"}
     assert "docscraper/schema/stats-report.schema.json" in names
-    assert "docscraper/state/migrations/versions/0001_initial.py" in names
+    assert "docscraper/storage/state/migrations/versions/0001_initial.py" in names
     entry_points = zipfile.ZipFile(egg).read("EGG-INFO/entry_points.txt").decode()
     parser = configparser.ConfigParser()
     parser.read_string(entry_points)
     assert parser["scrapy"]["settings"] == "settings"
-    assert parser["console_scripts"]["docscraper-mcp"] == "docscraper.mcp_server:main"
+    assert parser["console_scripts"]["docscraper-mcp"] == "docscraper.ops.mcp_server:main"
 
 
 def test_scrapy_cfg_names_settings_and_a_deploy_target() -> None:
@@ -49,9 +49,9 @@ def test_package_data_is_read_from_a_zip(tmp_path: Path) -> None:
                 zf.write(path, path.relative_to(ROOT).as_posix())
     code = (
         "import docscraper, sys; assert docscraper.__file__.startswith(sys.argv[1]), docscraper.__file__\n"
-        "from docscraper.state import SqlStateStore, schema_revision\n"
+        "from docscraper.storage.state import SqlStateStore, schema_revision\n"
         "SqlStateStore(sys.argv[2]).close(); print(schema_revision(sys.argv[2]))\n"
-        "from docscraper.report import load_schema; print(load_schema()['type'])\n"
+        "from docscraper.crawl.report import load_schema; print(load_schema()['type'])\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(archive), f"sqlite:///{tmp_path / 'state.db'}"], cwd=tmp_path,

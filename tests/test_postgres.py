@@ -20,9 +20,9 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
 import tests.test_state as sqlite_cases
-from docscraper.state import ImageRecord, PageFailure, PageSeen, RunRecord, SqlStateStore, migrate, utcnow
-from docscraper.state.models import Base
-from docscraper.state.store import _alembic_config
+from docscraper.storage.state import ImageRecord, PageFailure, PageSeen, RunRecord, SqlStateStore, migrate, utcnow
+from docscraper.storage.state.models import Base
+from docscraper.storage.state.store import _alembic_config
 from tests.conftest import Crawl
 from tests.mockserver import DocsServer
 from tests.pgserver import PgServer, pg_server

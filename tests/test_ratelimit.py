@@ -1,4 +1,4 @@
-"""Rate limits (docscraper.ratelimit): Retry-After, repeated 429s and robots.txt Crawl-delay.
+"""Rate limits (docscraper.crawl.ratelimit): Retry-After, repeated 429s and robots.txt Crawl-delay.
 
 First the middleware on hand-made responses and a stand-in downloader, then whole crawls of the fixture
 site whose server answers 429s or sets a Crawl-delay. Timing checks measure the gaps between requests as
@@ -27,17 +27,17 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from docscraper import USER_AGENT
-from docscraper import ratelimit as ratelimit_module
 from docscraper.config import ConfigError
-from docscraper.ratelimit import (
+from docscraper.crawl import ratelimit as ratelimit_module
+from docscraper.crawl.ratelimit import (
     CLOSE_REASON,
     RateLimitMiddleware,
     apply_crawl_delay,
     parse_retry_after,
     ratelimit_for,
 )
-from docscraper.throttle import ConditionalAutoThrottle
-from docscraper.vectors import ChromaIndex
+from docscraper.crawl.throttle import ConditionalAutoThrottle
+from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import Crawl, CrawlResult
 from tests.mockserver import DocsServer
 
@@ -162,7 +162,7 @@ def test_retry_after_date_is_read_against_the_servers_clock() -> None:
 
 def test_retry_after_is_capped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     crawler, mw, _ = make()
-    with caplog.at_level(logging.WARNING, logger="docscraper.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="docscraper.crawl.ratelimit"):
         assert mw.retry_after(answer(429, **{"Retry-After": "86400"})[0]) == 300.0
     assert "86400" in caplog.text and "DOCSCRAPER_RETRY_AFTER_MAX=300" in caplog.text
     assert stats(crawler)["retry_after_capped"] == 1
@@ -257,7 +257,7 @@ def test_consecutive_429s_stop_the_crawl_and_drop_what_is_queued(calls: list[Fak
         d.addErrback(errors.append)
         queued.append(d)
         slot.queue.append((Request(f"https://{HOST}/q{i}"), d))
-    with caplog.at_level(logging.ERROR, logger="docscraper.ratelimit"):
+    with caplog.at_level(logging.ERROR, logger="docscraper.crawl.ratelimit"):
         response, request = answer(429)
         mw._response_downloaded(response, request)
     assert engine.closed == [CLOSE_REASON] == ["rate_limited"]
@@ -329,7 +329,7 @@ def test_crawl_delay_for_docscraper_wins_over_star_and_is_capped(caplog: pytest.
     crawler, mw, _ = make()
     mw._response_downloaded(*robots("User-agent: docscraper\nCrawl-delay: 0.5\n\nUser-agent: *\nCrawl-delay: 9\n"))
     assert mw.crawl_delay(HOST) == 0.5
-    with caplog.at_level(logging.WARNING, logger="docscraper.ratelimit"):
+    with caplog.at_level(logging.WARNING, logger="docscraper.crawl.ratelimit"):
         mw._response_downloaded(*robots("User-agent: *\nCrawl-delay: 3600\n"))
     assert mw.crawl_delay(HOST) == 60.0 and "DOCSCRAPER_CRAWL_DELAY_MAX=60" in caplog.text
     assert stats(crawler)["crawl_delay_capped"] == 1

@@ -1,4 +1,4 @@
-"""JavaScript rendering (docscraper.rendering): a single-page application crawled without and with
+"""JavaScript rendering (docscraper.crawl.rendering): a single-page application crawled without and with
 ``-a render=js``, in Debian's Chromium (``/usr/bin/chromium``; ``.ci/run`` installs it).
 
 The fixture pages are written by :func:`write_spa` into each test's copy of the site: their static HTML
@@ -19,9 +19,9 @@ import pytest
 from scrapy.settings import Settings
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
-from docscraper.rendering import CHROMIUM_ARGS, BrowserConfig, chromium_problem, render_problem, renders_url
-from docscraper.report import load_schema
-from docscraper.state import SqlStateStore
+from docscraper.crawl.rendering import CHROMIUM_ARGS, BrowserConfig, chromium_problem, render_problem, renders_url
+from docscraper.crawl.report import load_schema
+from docscraper.storage.state import SqlStateStore
 from docscraper.urls import normalize_url
 from tests.conftest import Crawl, CrawlResult
 from tests.mockserver import DocsServer, copy_site
@@ -158,9 +158,18 @@ def test_render_argument_is_js_or_none() -> None:
         CrawlArgs.parse({"source": "https://h/docs/", "render": "chrome"})
 
 
+def config_of(settings: Settings) -> DocscraperConfig:
+    return DocscraperConfig.from_settings(settings)
+
+
+def browser_config(settings: Settings) -> BrowserConfig:
+    """How Chromium is launched, from settings parsed as a crawl parses them."""
+    return BrowserConfig.from_settings(settings, config_of(settings))
+
+
 def test_browser_config_launches_the_configured_chromium_quietly() -> None:
     settings = Settings({"DOCSCRAPER_CHROMIUM_PATH": "/opt/chromium/chrome"})
-    options = BrowserConfig.from_settings(settings).launch_options
+    options = browser_config(settings).launch_options
     assert options["executable_path"] == "/opt/chromium/chrome"
     assert options["headless"] is True
     for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -168,21 +177,22 @@ def test_browser_config_launches_the_configured_chromium_quietly() -> None:
         assert arg in options["args"]
     assert DocscraperConfig.from_settings(Settings()).chromium_path == CHROMIUM
     # PLAYWRIGHT_LAUNCH_OPTIONS keys win, but may not contradict DOCSCRAPER_CHROMIUM_PATH.
-    slow = BrowserConfig.from_settings(Settings({"PLAYWRIGHT_LAUNCH_OPTIONS": {"slow_mo": 50}})).launch_options
+    slow = browser_config(Settings({"PLAYWRIGHT_LAUNCH_OPTIONS": {"slow_mo": 50}})).launch_options
     assert slow["slow_mo"] == 50 and list(slow["args"]) == list(CHROMIUM_ARGS)
     with pytest.raises(ConfigError, match="contradicts DOCSCRAPER_CHROMIUM_PATH"):
-        BrowserConfig.from_settings(Settings({"PLAYWRIGHT_LAUNCH_OPTIONS": {"executable_path": "/x/chrome"}}))
+        browser_config(Settings({"PLAYWRIGHT_LAUNCH_OPTIONS": {"executable_path": "/x/chrome"}}))
     with pytest.raises(ConfigError, match="Chromium only"):
-        BrowserConfig.from_settings(Settings({"PLAYWRIGHT_BROWSER_TYPE": "firefox"}))
+        browser_config(Settings({"PLAYWRIGHT_BROWSER_TYPE": "firefox"}))
     with pytest.raises(ConfigError, match="asyncio"):
-        BrowserConfig.from_settings(Settings({"TWISTED_REACTOR": "twisted.internet.pollreactor.PollReactor"}))
+        browser_config(Settings({"TWISTED_REACTOR": "twisted.internet.pollreactor.PollReactor"}))
 
 
 def test_missing_chromium_is_reported_with_the_fix(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-chromium")
-    problem = render_problem(Settings({"DOCSCRAPER_CHROMIUM_PATH": missing}))
+    problem = render_problem(settings := Settings({"DOCSCRAPER_CHROMIUM_PATH": missing}), config_of(settings))
     assert problem is not None and missing in problem and "apt-get install -y chromium" in problem
-    assert render_problem(Settings({"DOCSCRAPER_CHROMIUM_PATH": missing, "PLAYWRIGHT_CDP_URL": "ws://h:9222"})) is None
+    remote = Settings({"DOCSCRAPER_CHROMIUM_PATH": missing, "PLAYWRIGHT_CDP_URL": "ws://h:9222"})
+    assert render_problem(remote, config_of(remote)) is None
 
 
 def test_only_pages_are_rendered() -> None:

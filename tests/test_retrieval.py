@@ -24,9 +24,9 @@ from bs4 import BeautifulSoup
 from benchmarks.baseline import BaselineIndex
 from benchmarks.retrieval_eval import batched, evaluate, fetch, page_key, report
 from docscraper.config import DocscraperConfig
-from docscraper.embedding import SentenceTransformerEmbedder
-from docscraper.search import Searcher
-from docscraper.vectors import ChromaIndex
+from docscraper.storage.embedding import SentenceTransformerEmbedder
+from docscraper.storage.search import Searcher
+from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import Crawl
 from tests.mockserver import SITE_ROOT, DocsServer
 

@@ -1,4 +1,4 @@
-"""robots.txt per RFC 9309 (docscraper.robots): the middleware on hand-made answers, then whole crawls of
+"""robots.txt per RFC 9309 (docscraper.crawl.robots): the middleware on hand-made answers, then whole crawls of
 the fixture site with robots.txt answering 503, 404, 401, 403, redirects or nothing at all."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from scrapy.robotstxt import ProtegoRobotParser, PythonRobotParser
 from scrapy.utils.test import get_crawler
 
 from docscraper import USER_AGENT
-from docscraper.report import load_schema, summarize
-from docscraper.robots import RobotsDenied, RobotsTxtMiddleware
+from docscraper.crawl.report import load_schema, summarize
+from docscraper.crawl.robots import RobotsDenied, RobotsTxtMiddleware
 from tests.conftest import Crawl, CrawlResult
 from tests.mockserver import DocsServer
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from docscraper.scope import Scope
+from docscraper.crawl.scope import Scope
 
 BASE = "http://127.0.0.1:8000/docs/"
 

@@ -15,8 +15,8 @@ import jsonschema
 import pytest
 from alembic.script import ScriptDirectory
 
-from docscraper.report import load_schema
-from docscraper.state.store import schema_revision
+from docscraper.crawl.report import load_schema
+from docscraper.storage.state.store import schema_revision
 from tests.conftest import ROOT
 from tests.mockserver import DocsServer
 from tests.services import ScrapydServer, copy_project
@@ -66,7 +66,7 @@ def test_scrapyd_runs_the_deployed_egg(tmp_path: Path, site: DocsServer, scrapyd
 
     # the state database, created by the egg's migrations
     database = data / "state.db"
-    head = ScriptDirectory(str(ROOT / "docscraper" / "state" / "migrations")).get_current_head()
+    head = ScriptDirectory(str(ROOT / "docscraper" / "storage" / "state" / "migrations")).get_current_head()
     assert schema_revision(f"sqlite:///{database}") == head
     db = sqlite3.connect(database)
     try:

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from docscraper.config import DocscraperConfig
-from docscraper.lexical import LexicalIndex, corpus_fingerprint, tokenize
-from docscraper.search import Searcher
-from docscraper.vectors import ChromaIndex, ChunkRecord, chunk_id
+from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint, tokenize
+from docscraper.storage.search import Searcher
+from docscraper.storage.vectors import ChromaIndex, ChunkRecord, chunk_id
 
 DIM = 16
 

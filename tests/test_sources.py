@@ -1,4 +1,4 @@
-"""The source registry (docscraper.sources, ``scrapy sources``), crawls by name, ``scrapy recrawl`` and
+"""The source registry (docscraper.ops.sources, ``scrapy sources``), crawls by name, ``scrapy recrawl`` and
 ``scrapy reindex``: real SQLite and Chroma in tmp_path, the fixture site on loopback, commands in a
 subprocess from the project root."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from docscraper.config import DocscraperConfig
-from docscraper.sources import (
+from docscraper.ops.sources import (
     SourceArgumentError,
     SourceError,
     add_source,
@@ -22,8 +22,8 @@ from docscraper.sources import (
     remove_source,
     request_reindex,
 )
-from docscraper.state import PageWrite, RunRecord, SqlStateStore, utcnow
-from docscraper.vectors import ChromaIndex, ChunkRecord, chunk_id
+from docscraper.storage.state import PageWrite, RunRecord, SqlStateStore, utcnow
+from docscraper.storage.vectors import ChromaIndex, ChunkRecord, chunk_id
 from tests.conftest import Crawl, CrawlResult
 from tests.mockserver import DocsServer
 
@@ -187,7 +187,7 @@ def test_add_adopt_list_and_remove_through_the_api(tmp_path: Path) -> None:
     index.close()
     with pytest.raises(SourceError, match="unknown source 'docs'"):
         remove_source(config, "docs")
-    # a render mode is stored with the scope, for docscraper.rendering
+    # a render mode is stored with the scope, for docscraper.crawl.rendering
     app, _ = add_source(config, "app", "https://app.example/docs/", render="JS", probe=False)
     assert app.scope["render"] == "js" and app.registered
     with pytest.raises(SourceArgumentError, match="render must be js"):

@@ -1,4 +1,4 @@
-"""The SSRF guard (docscraper/ssrf.py): the address table, the URL and allow-list checks, the
+"""The SSRF guard (docscraper/crawl/ssrf.py): the address table, the URL and allow-list checks, the
 middleware and resolver layers, and whole crawls against a second fixture server on 127.0.0.2."""
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.address import IPv4Address as TwistedIPv4Address
 from twisted.internet.error import DNSLookupError
 
-import docscraper.ssrf as ssrf
-from docscraper.config import ConfigError
-from docscraper.report import load_schema, summarize
-from docscraper.scope import Refusal
-from docscraper.ssrf import (
+import docscraper.crawl.ssrf as ssrf
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.report import load_schema, summarize
+from docscraper.crawl.scope import Refusal
+from docscraper.crawl.ssrf import (
     SsrfConfig,
     SsrfGuardHostnameResolver,
     SsrfGuardMiddleware,
@@ -222,17 +222,22 @@ def test_file_urls_only_for_a_file_source() -> None:
     assert check_url("file:///etc/passwd", NONE, SOURCE).refusal == "scheme file is not http(s)"
 
 
+def ssrf_config(settings: Settings) -> SsrfConfig:
+    """The guard's configuration, from settings parsed as a crawl parses them."""
+    return SsrfConfig.from_config(DocscraperConfig.from_settings(settings))
+
+
 def test_allow_list_parsing() -> None:
-    config = SsrfConfig.from_settings(
+    config = ssrf_config(
         Settings({"DOCSCRAPER_SSRF_ALLOWED_HOSTS": "Docs.Internal., 10.20.0.0/16 127.0.0.2,[::1], fd00::/8"})
     )
     assert config.enabled is True
     assert config.allowed_names == {"docs.internal"}
     assert {str(n) for n in config.allowed_networks} == {"10.20.0.0/16", "127.0.0.2/32", "::1/128", "fd00::/8"}
-    listed = SsrfConfig.from_settings(Settings({"DOCSCRAPER_SSRF_ALLOWED_HOSTS": ["localhost", "10.0.0.0/8"]}))
+    listed = ssrf_config(Settings({"DOCSCRAPER_SSRF_ALLOWED_HOSTS": ["localhost", "10.0.0.0/8"]}))
     assert listed.allowed_names == {"localhost"} and len(listed.allowed_networks) == 1
-    assert SsrfConfig.from_settings(Settings({})) == SsrfConfig()
-    assert SsrfConfig.from_settings(Settings({"DOCSCRAPER_SSRF_GUARD_ENABLED": "0"})).enabled is False
+    assert ssrf_config(Settings({})) == SsrfConfig()
+    assert ssrf_config(Settings({"DOCSCRAPER_SSRF_GUARD_ENABLED": "0"})).enabled is False
 
 
 @pytest.mark.parametrize(
@@ -246,16 +251,16 @@ def test_allow_list_parsing() -> None:
 )
 def test_allow_list_errors(value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        SsrfConfig.from_settings(Settings({"DOCSCRAPER_SSRF_ALLOWED_HOSTS": value}))
+        ssrf_config(Settings({"DOCSCRAPER_SSRF_ALLOWED_HOSTS": value}))
 
 
 def test_bad_enabled_flag() -> None:
     with pytest.raises(ConfigError, match="DOCSCRAPER_SSRF_GUARD_ENABLED"):
-        SsrfConfig.from_settings(Settings({"DOCSCRAPER_SSRF_GUARD_ENABLED": "maybe"}))
+        ssrf_config(Settings({"DOCSCRAPER_SSRF_GUARD_ENABLED": "maybe"}))
 
 
 def test_allow_list_by_name_ip_and_cidr() -> None:
-    config = SsrfConfig.from_settings(
+    config = ssrf_config(
         Settings({"DOCSCRAPER_SSRF_ALLOWED_HOSTS": "localhost,127.0.0.2,10.0.0.0/8,fe80::/10"})
     )
     assert check_url("http://localhost:8000/", config, SOURCE) == ssrf.UrlCheck()  # by name: not even resolved
@@ -290,8 +295,10 @@ class FakeRun:
 
 @dataclass
 class FakeResources:
-    """The run's resources as the guard uses them: the target (seed, llms_txt) and the outcomes (refusals)."""
+    """The run's resources as the guard uses them: the parsed settings, the target (seed, llms_txt) and the
+    outcomes (refusals)."""
 
+    config: DocscraperConfig
     target: FakeRun
     outcomes: FakeRun
 
@@ -299,7 +306,8 @@ class FakeResources:
 @pytest.fixture
 def run(monkeypatch: pytest.MonkeyPatch) -> FakeRun:
     fake = FakeRun()
-    monkeypatch.setattr(ssrf.CrawlResources, "find", staticmethod(lambda crawler: FakeResources(fake, fake)))
+    monkeypatch.setattr(ssrf.CrawlResources, "find", staticmethod(
+        lambda crawler: FakeResources(DocscraperConfig.from_settings(crawler.settings), fake, fake)))
     return fake
 
 

@@ -8,7 +8,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
-from docscraper.state import (
+from docscraper.storage.state import (
     PageFailure,
     PageSeen,
     PageWrite,
@@ -18,8 +18,8 @@ from docscraper.state import (
     migrate,
     utcnow,
 )
-from docscraper.state.models import Base
-from docscraper.state.store import _alembic_config
+from docscraper.storage.state.models import Base
+from docscraper.storage.state.store import _alembic_config
 
 
 def write(pid: str, content_hash: str, run_id: str = "r1", etag: str | None = None) -> PageWrite:

@@ -23,9 +23,9 @@ from scrapy.settings import Settings
 
 from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.crawl.ledger import RECENT_OUTCOMES, MemoryLedger, summarize
-from docscraper.progress import RateMeter, build_progress, format_duration, format_progress_line
-from docscraper.state import RunRecord, SqlStateStore, utcnow
-from docscraper.status import RunStatus, crawl_status, describe, pid_alive, run_state
+from docscraper.crawl.progress import RateMeter, build_progress, format_duration, format_progress_line
+from docscraper.ops.status import RunStatus, crawl_status, describe, pid_alive, run_state
+from docscraper.storage.state import RunRecord, SqlStateStore, utcnow
 from tests.conftest import ROOT, Crawl
 from tests.mockserver import DocsServer
 

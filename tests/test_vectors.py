@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from docscraper.embedding import SentenceTransformerEmbedder
-from docscraper.vectors import ChromaIndex, ChunkRecord, IndexError_, chunk_id
+from docscraper.storage.embedding import SentenceTransformerEmbedder
+from docscraper.storage.vectors import ChromaIndex, ChunkRecord, IndexError_, chunk_id
 
 
 def unit(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.crawl.rendering import render_problem
 from docscraper.crawl.resources import CrawlResources
-from docscraper.rendering import render_problem
 
 if TYPE_CHECKING:
     import argparse

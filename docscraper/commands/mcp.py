@@ -1,6 +1,6 @@
 """``scrapy mcp [--transport stdio|http] [--host 127.0.0.1] [--port 8765]``: docscraper's MCP server.
 
-Serves the tools of :mod:`docscraper.mcp_server` (sources, background crawls, their status, reindexing,
+Serves the tools of :mod:`docscraper.ops.mcp_server` (sources, background crawls, their status, reindexing,
 search) to an MCP client: over stdin/stdout (the default; the client spawns ``scrapy mcp`` from the project
 root), or over streamable HTTP at ``http://HOST:PORT/mcp``. ``-s NAME=VALUE`` settings apply to the
 server and are passed on to the crawls it starts. ``docscraper-mcp`` is the same server as a console
@@ -12,23 +12,21 @@ could not be bound.
 
 from __future__ import annotations
 
-import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from docscraper.config import ConfigError
-from docscraper.mcp_server import add_server_options, serve
+from docscraper.ops.cli import ToolCommand
+from docscraper.ops.mcp_server import add_server_options, serve
 
 if TYPE_CHECKING:
     import argparse
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    # No crawl here: crawls run in processes of their own (docscraper.launch).
-    requires_crawler_process = False
+class Command(ToolCommand):
+    # Crawls run in processes of their own (docscraper.ops.launch); the server logs as the settings say.
+    default_settings: ClassVar[dict[str, Any]] = {}
 
     def syntax(self) -> str:
         return "[--transport stdio|http] [--host HOST] [--port N]"
@@ -49,10 +47,8 @@ class Command(ScrapyCommand):
         try:
             serve(self.settings, transport=opts.transport, host=opts.host, port=opts.port)
         except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            self.exitcode = 2
+            self.fail(str(exc), 2)
         except OSError as exc:
-            print(f"error: cannot serve on {opts.host}:{opts.port}: {exc}", file=sys.stderr)
-            self.exitcode = 1
+            self.fail(f"cannot serve on {opts.host}:{opts.port}: {exc}", 1)
         except KeyboardInterrupt:
             pass

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from docscraper.commands.crawl import Command as CrawlCommand
 from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.sources import SourceError, get_source_info
+from docscraper.ops.sources import SourceError, get_source_info
 
 if TYPE_CHECKING:
     import argparse

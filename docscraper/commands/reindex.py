@@ -4,7 +4,7 @@ Marks the source's stored pages that the argument names: a page URL, an absolute
 (``/docs/guide/**``) or a path relative to the source's prefix (``guide/**``, ``faq.html``), globs as in
 the scope rules. The next crawl of the source fetches them without validators, keeps them even when their
 content is unchanged, and embeds every chunk afresh (no stored vector is reused); the mark clears when the
-page is committed. See :func:`docscraper.sources.request_reindex`.
+page is committed. See :func:`docscraper.ops.sources.request_reindex`.
 
 Exit status: 0 pages marked; 2 bad usage or name; 1 unknown source, or no stored page matches (nothing
 is marked).
@@ -12,23 +12,19 @@ is marked).
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from scrapy.commands import ScrapyCommand
-
-from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.sources import SourceError, request_reindex
+from docscraper.config import ConfigError
+from docscraper.ops.cli import ToolCommand
+from docscraper.ops.sources import SourceError, request_reindex
 
 if TYPE_CHECKING:
     import argparse
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+class Command(ToolCommand):
+    json_help = "print the URLs marked as a JSON list"
+
 
     def syntax(self) -> str:
         return "NAME URL|GLOB [--json]"
@@ -36,27 +32,19 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "Mark pages of a source to be re-processed and re-embedded by the next crawl"
 
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        parser.add_argument("--json", action="store_true", help="print the URLs marked as a JSON list")
-
-    def _fail(self, message: str, code: int) -> None:
-        print(f"error: {message}", file=sys.stderr)
-        self.exitcode = code
-
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 2 or any(a.startswith("-") for a in args):
-            return self._fail("usage: scrapy reindex NAME URL|GLOB (e.g. scrapy reindex docs 'guide/**')", 2)
+            return self.fail("usage: scrapy reindex NAME URL|GLOB (e.g. scrapy reindex docs 'guide/**')", 2)
         name, pattern = args
         assert self.settings is not None
         try:
-            marked = request_reindex(DocscraperConfig.from_settings(self.settings), name, pattern)
+            marked = request_reindex(self.config(), name, pattern)
         except ConfigError as exc:
-            return self._fail(str(exc), 2)
+            return self.fail(str(exc), 2)
         except SourceError as exc:
-            return self._fail(str(exc), exc.exit_code)
+            return self.fail(str(exc), exc.exit_code)
         if opts.json:
-            print(json.dumps(marked, indent=2))
+            self.print_json(marked)
             return None
         print(f"Marked {len(marked)} page(s) of {name} for reindexing; the next crawl re-processes them "
               f"(scrapy recrawl {name}):")

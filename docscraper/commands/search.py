@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import textwrap
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.embedding import EmbeddingError
-from docscraper.search import Searcher
-from docscraper.state import StateError
-from docscraper.vectors import IndexError_
+from docscraper.config import ConfigError
+from docscraper.ops.cli import ToolCommand
+from docscraper.storage.embedding import EmbeddingError
+from docscraper.storage.search import Searcher
+from docscraper.storage.state import StateError
+from docscraper.storage.vectors import IndexError_
 
 if TYPE_CHECKING:
     import argparse
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    # No crawl: no crawler process, so no Scrapy start-up log on the answer's screen.
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+class Command(ToolCommand):
+    json_help = "print a JSON list"
+
 
     def syntax(self) -> str:
         return '"question" [-k N] [--source NAME] [--json] [--all-chunks] [--images]'
@@ -36,7 +33,6 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("-k", type=int, default=5, help="how many results (default 5)")
         parser.add_argument("--source", help="only this source's pages")
-        parser.add_argument("--json", action="store_true", help="print a JSON list")
         parser.add_argument("--all-chunks", action="store_true", help="allow several chunks of one page")
         parser.add_argument("--images", action="store_true", help="list each result page's images")
 
@@ -47,7 +43,7 @@ class Command(ScrapyCommand):
             raise UsageError("-k must be 1 or more")
         assert self.settings is not None
         try:
-            config = DocscraperConfig.from_settings(self.settings)
+            config = self.config()
             if config.chroma_url is None and not config.chroma_path.exists():
                 print(f"error: no index at {config.chroma_path}; crawl a source first", file=sys.stderr)
                 self.exitcode = 1
@@ -63,7 +59,7 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         if opts.json:
-            print(json.dumps([r.as_dict() for r in results], indent=2, ensure_ascii=False))
+            self.print_json([r.as_dict() for r in results])
             return
         if not results:
             print("No results." + (f" (source {opts.source!r} has no chunks?)" if opts.source else ""))

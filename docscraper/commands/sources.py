@@ -3,7 +3,7 @@
 ``scrapy sources add NAME URL [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N]
 [--llms-txt URL] [--render js|none] [--no-probe] [--json]`` probes the site, says what it found and stores the source;
 ``scrapy sources list [--json]``; ``scrapy sources show NAME [--json]``; ``scrapy sources remove NAME
---yes`` deletes the source's chunks, pages, runs and reports. See :mod:`docscraper.sources`.
+--yes`` deletes the source's chunks, pages, runs and reports. See :mod:`docscraper.ops.sources`.
 
 Exit status: 0 done; 2 bad usage or input (a name, URL, glob or number; ``remove`` without ``--yes``);
 1 anything else (unknown source, name or URL taken, site unreachable, state or index unavailable). An
@@ -13,13 +13,11 @@ error is one ``error: ...`` line on stderr.
 from __future__ import annotations
 
 import json
-import sys
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from scrapy.commands import ScrapyCommand
-
-from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.sources import (
+from docscraper.config import ConfigError
+from docscraper.ops.cli import ToolCommand
+from docscraper.ops.sources import (
     ProbeResult,
     SourceArgumentError,
     SourceError,
@@ -32,6 +30,8 @@ from docscraper.sources import (
 
 if TYPE_CHECKING:
     import argparse
+
+    from docscraper.config import DocscraperConfig
 
 _ACTIONS = ("add", "list", "show", "remove")
 
@@ -58,10 +58,9 @@ def _run_text(run: dict[str, Any] | None) -> tuple[str, str]:
     return when.replace("T", " ")[:19], str(run.get("result") or "unfinished")
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+class Command(ToolCommand):
+    json_help = "print JSON"
+
 
     def syntax(self) -> str:
         return ("add NAME URL [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--llms-txt URL] "
@@ -81,31 +80,26 @@ class Command(ScrapyCommand):
         parser.add_argument("--llms-txt", metavar="URL", help="add: an llms.txt auto-detection cannot find")
         parser.add_argument("--render", metavar="MODE", help="add: js renders pages in Chromium; none (default)")
         parser.add_argument("--no-probe", action="store_true", help="add: store without probing the site")
-        parser.add_argument("--json", action="store_true", help="print JSON")
         parser.add_argument("--yes", action="store_true", help="remove: confirm")
-
-    def _fail(self, message: str, code: int) -> None:
-        print(f"error: {message}", file=sys.stderr)
-        self.exitcode = code
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         unknown = [a for a in args if a.startswith("-")]
         if unknown:
-            return self._fail(f"unknown option(s) {' '.join(unknown)}; see scrapy sources -h", 2)
+            return self.fail(f"unknown option(s) {' '.join(unknown)}; see scrapy sources -h", 2)
         if not args or args[0] not in _ACTIONS:
-            return self._fail(f"give one of {', '.join(_ACTIONS)}: scrapy sources add NAME URL | list | "
+            return self.fail(f"give one of {', '.join(_ACTIONS)}: scrapy sources add NAME URL | list | "
                               "show NAME | remove NAME --yes", 2)
         action, rest = args[0], args[1:]
         wanted = {"add": 2, "list": 0, "show": 1, "remove": 1}[action]
         if len(rest) != wanted:
             usage = {"add": "add NAME URL", "list": "list", "show": "show NAME", "remove": "remove NAME --yes"}
-            return self._fail(f"usage: scrapy sources {usage[action]}", 2)
+            return self.fail(f"usage: scrapy sources {usage[action]}", 2)
         if action != "add" and (opts.allow or opts.block or opts.max_depth or opts.max_pages or opts.llms_txt
                                 or opts.render or opts.no_probe):
-            return self._fail(f"scope options go with add, not {action}", 2)
+            return self.fail(f"scope options go with add, not {action}", 2)
         assert self.settings is not None
         try:
-            config = DocscraperConfig.from_settings(self.settings)
+            config = self.config()
             if action == "add":
                 self._add(config, rest[0], rest[1], opts)
             elif action == "list":
@@ -115,9 +109,9 @@ class Command(ScrapyCommand):
             else:
                 self._remove(config, rest[0], opts)
         except ConfigError as exc:
-            self._fail(str(exc), 2)
+            self.fail(str(exc), 2)
         except SourceError as exc:
-            self._fail(str(exc), exc.exit_code)
+            self.fail(str(exc), exc.exit_code)
         return None
 
     def _add(self, config: DocscraperConfig, name: str, url: str, opts: argparse.Namespace) -> None:
@@ -129,7 +123,7 @@ class Command(ScrapyCommand):
             user_agent=self.settings.get("USER_AGENT") or None,
         )
         if opts.json:
-            print(json.dumps({"source": info.as_dict(), "probe": probe.as_dict() if probe else None}, indent=2))
+            self.print_json({"source": info.as_dict(), "probe": probe.as_dict() if probe else None})
             return
         if probe is not None:
             print(probe_text(probe))
@@ -142,7 +136,7 @@ class Command(ScrapyCommand):
     def _list(self, config: DocscraperConfig, opts: argparse.Namespace) -> None:
         infos = list_sources(config)
         if opts.json:
-            print(json.dumps([i.as_dict() for i in infos], indent=2))
+            self.print_json([i.as_dict() for i in infos])
             return
         if not infos:
             print("No sources. Add one with: scrapy sources add NAME URL")
@@ -160,7 +154,7 @@ class Command(ScrapyCommand):
 
     def _show(self, info: SourceInfo, opts: argparse.Namespace) -> None:
         if opts.json:
-            print(json.dumps(info.as_dict(), indent=2))
+            self.print_json(info.as_dict())
             return
         run = info.last_run
         print(f"name        {info.name}")

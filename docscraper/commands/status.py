@@ -7,27 +7,24 @@ database exit status 1.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING
 
-from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.state import StateError
-from docscraper.status import crawl_status, describe
+from docscraper.config import ConfigError
+from docscraper.ops.cli import ToolCommand
+from docscraper.ops.status import crawl_status, describe
+from docscraper.storage.state import StateError
 
 if TYPE_CHECKING:
     import argparse
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    # No crawl: no crawler process, so no Scrapy start-up log around the answer.
-    requires_crawler_process = False
-    default_settings: ClassVar[dict[str, Any]] = {"LOG_LEVEL": "WARNING"}
+class Command(ToolCommand):
+    json_help = "print a JSON list"
+
 
     def syntax(self) -> str:
         return "[NAME] [--json]"
@@ -35,16 +32,12 @@ class Command(ScrapyCommand):
     def short_desc(self) -> str:
         return "Show running crawls and the last finished crawl of each source"
 
-    def add_options(self, parser: argparse.ArgumentParser) -> None:
-        super().add_options(parser)
-        parser.add_argument("--json", action="store_true", help="print a JSON list")
-
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) > 1:
             raise UsageError("give at most one source name")
         assert self.settings is not None
         try:
-            config = DocscraperConfig.from_settings(self.settings)
+            config = self.config()
             statuses = crawl_status(config, args[0] if args else None)
         except LookupError as exc:
             print(f"error: {exc.args[0] if exc.args else exc}", file=sys.stderr)
@@ -56,7 +49,7 @@ class Command(ScrapyCommand):
             return
         try:
             if opts.json:
-                print(json.dumps([s.as_dict() for s in statuses], indent=2, ensure_ascii=False))
+                self.print_json([s.as_dict() for s in statuses])
                 return
             if not statuses:
                 print("No crawls recorded yet." if not args else f"No crawls of {args[0]} recorded yet.")

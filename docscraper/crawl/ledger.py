@@ -14,7 +14,7 @@ A ledger holds, for one run:
   **counters**, and the notes the close-time decisions read (a cut frontier, unreachable robots.txt,
   redirects to claimed pages, discovery's findings).
 
-:class:`MemoryLedger` keeps all of that in the process; :class:`docscraper.distributed.RedisLedger`
+:class:`MemoryLedger` keeps all of that in the process; :class:`docscraper.crawl.distributed.RedisLedger`
 shares claims, emitted pages and the page budget with the other workers of a distributed run, and merges
 every worker's part at close. ``DOCSCRAPER_LEDGER_CLASS`` names the implementation (a dotted path), as
 Scrapyd's ``jobstorage`` setting does; the ``settings.distributed`` profile changes it.

@@ -14,15 +14,15 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from docscraper.state import PageFailure, utcnow
+from docscraper.storage.state import PageFailure, utcnow
 from docscraper.urls import page_id
 
 if TYPE_CHECKING:
     from scrapy.statscollectors import StatsCollector
 
     from docscraper.crawl.ledger import RunLedger
+    from docscraper.crawl.scope import Refusal
     from docscraper.crawl.target import CrawlTarget
-    from docscraper.scope import Refusal
 
 __all__ = ["RunOutcomes"]
 

@@ -11,7 +11,7 @@ has opened the run (:data:`~docscraper.crawl.signals.run_opened`), and when the 
 3. removes orphans and retires gone pages when the removal gate allows it (:meth:`RunReporter.removal_gate`),
    chunks first, then state rows (DESIGN rule 1), within ``DOCSCRAPER_MAX_DELETE_RATIO`` unless
    ``DOCSCRAPER_FORCE_DELETE``;
-4. writes ``runs/<source>/<run-id>.json`` and ``crawl-metadata.json`` (:mod:`docscraper.report`) and finishes
+4. writes ``runs/<source>/<run-id>.json`` and ``crawl-metadata.json`` (:mod:`docscraper.crawl.report`) and finishes
    the run's row.
 
 Stats: ``docscraper/pages_removed``; counters ``chunks_deleted``, ``removal_errors``.
@@ -25,10 +25,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from docscraper.crawl.ledger import summarize
+from docscraper.crawl.progress import ProgressRecorder
+from docscraper.crawl.report import write_report
 from docscraper.crawl.signals import run_closing, run_opened
-from docscraper.progress import ProgressRecorder
-from docscraper.report import write_report
-from docscraper.state import RunRecord, iso_utc, utcnow
+from docscraper.storage.state import RunRecord, iso_utc, utcnow
 from docscraper.urls import page_id
 
 if TYPE_CHECKING:

@@ -36,13 +36,13 @@ from twisted.python.threadpool import ThreadPool
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
 from docscraper.crawl.outcomes import RunOutcomes
+from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
-from docscraper.embedding import Embedder
-from docscraper.mirror import Mirror
-from docscraper.rendering import RenderError, render_problem
-from docscraper.state import RunRecord, StateError, StateStore, utcnow
-from docscraper.vectors import IndexError_, VectorIndex
+from docscraper.storage.embedding import Embedder
+from docscraper.storage.mirror import Mirror
+from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
+from docscraper.storage.vectors import IndexError_, VectorIndex
 
 if TYPE_CHECKING:
     from typing import Self

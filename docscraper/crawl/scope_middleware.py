@@ -36,12 +36,12 @@ from urllib.parse import urlsplit
 from scrapy.http import Request, Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
+from docscraper.content.discovery import html_counterparts, is_markdown_url, markdown_twin_of
+from docscraper.crawl.rendering import render_meta, renders_url
 from docscraper.crawl.resources import CrawlResources
-from docscraper.discovery import html_counterparts, is_markdown_url, markdown_twin_of
+from docscraper.crawl.scope import Refusal
+from docscraper.crawl.ssrf import REASON as SSRF_REASON
 from docscraper.items import PageItem
-from docscraper.rendering import render_meta, renders_url
-from docscraper.scope import Refusal
-from docscraper.ssrf import REASON as SSRF_REASON
 from docscraper.urls import is_http_url, page_id
 
 if TYPE_CHECKING:
@@ -227,7 +227,7 @@ class ScopeMiddleware:
         })
         if page_url:
             meta["docscraper_page_url"] = page_url
-        # Rendered pages (docscraper.rendering) go without validators: the HTML shell's ETag says nothing
+        # Rendered pages (docscraper.crawl.rendering) go without validators: the HTML shell's ETag says nothing
         # about what its scripts build.
         if target.render == "js" and renders_url(url):
             meta.update(render_meta(self.config))

@@ -19,8 +19,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from docscraper.config import RENDER_MODES, CrawlArgs
-from docscraper.scope import Scope
-from docscraper.state import PageRecord, SourceRecord, StateStore
+from docscraper.crawl.scope import Scope
+from docscraper.storage.state import PageRecord, SourceRecord, StateStore
 from docscraper.urls import normalize_url, page_id, scope_prefix
 
 __all__ = ["CrawlTarget", "open_target", "source_name_for_url"]
@@ -61,7 +61,7 @@ class CrawlTarget:
 
     @property
     def is_local(self) -> bool:
-        """Whether the source is a ``file://`` folder (:mod:`docscraper.localfiles`)."""
+        """Whether the source is a ``file://`` folder (:mod:`docscraper.crawl.localfiles`)."""
         return urlsplit(self.seed_url or self.scope.prefix).scheme == "file"
 
     def key(self, url: str) -> str:

@@ -7,14 +7,14 @@ Discovery runs first, in order, before any page is fetched, so that each page re
 finder that saw it: llms-full.txt (sections mapped to pages become items without a fetch), llms.txt,
 sitemaps (from robots.txt ``Sitemap:`` lines and ``sitemap.xml`` at the prefix and the root; indexes
 followed to ``DOCSCRAPER_SITEMAP_MAX_DEPTH``), then the link crawl from every fetched page. A
-``file://`` source (:mod:`docscraper.localfiles`) is discovered the same way, without robots.txt and
+``file://`` source (:mod:`docscraper.crawl.localfiles`) is discovered the same way, without robots.txt and
 without the filesystem root's ``sitemap.xml``; its ``file://`` links are followed, and no other source's.
 
 Depth: the seed is 0, llms/sitemap pages are 1, a link on a page at depth d is d+1. Requests carry
 ``docscraper_page_id``, ``docscraper_finder``, ``docscraper_depth`` and ``docscraper_key`` meta keys, and
 ``docscraper_page_url`` when the URL fetched is a Markdown twin (``page.html.md``) of the page.
 
-Rendering (:mod:`docscraper.rendering`): when the run renders, page requests also carry
+Rendering (:mod:`docscraper.crawl.rendering`): when the run renders, page requests also carry
 ``playwright: True`` (and ``docscraper_render``) and go without validators; discovery requests never do.
 A page whose static HTML is only scripts, in a run that does not render, is counted
 (``needs_rendering``) and its report entry gets a ``hint``. So does a page whose links are client-side
@@ -51,9 +51,7 @@ if TYPE_CHECKING:
     from docscraper.crawl.target import CrawlTarget
 
 from docscraper.config import ConfigError, CrawlArgs
-from docscraper.crawl.resources import CrawlResources
-from docscraper.crawl.scope_middleware import ScopeMiddleware
-from docscraper.discovery import (
+from docscraper.content.discovery import (
     is_markdown_url,
     llms_candidates,
     markdown_twin_of,
@@ -62,14 +60,16 @@ from docscraper.discovery import (
     sitemaps_from_robots,
     split_llms_full,
 )
-from docscraper.encoding import body_encoding, decode_body
+from docscraper.content.encoding import body_encoding, decode_body
+from docscraper.crawl.rendering import render_failure_reason
+from docscraper.crawl.resources import CrawlResources
+from docscraper.crawl.robots import RobotsTxtMiddleware
+from docscraper.crawl.scope import Refusal
+from docscraper.crawl.scope_middleware import ScopeMiddleware
+from docscraper.crawl.ssrf import REASON as SSRF_REASON
 from docscraper.extraction import Extracted, extract_html, extract_markdown
 from docscraper.items import PageItem, PageMetadata
-from docscraper.rendering import render_failure_reason
-from docscraper.robots import RobotsTxtMiddleware
-from docscraper.scope import Refusal
-from docscraper.ssrf import REASON as SSRF_REASON
-from docscraper.state import iso_utc, utcnow
+from docscraper.storage.state import iso_utc, utcnow
 from docscraper.urls import is_http_url, page_id, strip_fragment
 
 __all__ = ["DocsSpider"]
@@ -216,7 +216,7 @@ class DocsSpider(scrapy.Spider):
         llms_items: list[PageItem] = []
         if urlsplit(seed).scheme in ("http", "https", "file"):
             try:
-                # robots.txt does not apply to a local folder (docscraper.localfiles)
+                # robots.txt does not apply to a local folder (docscraper.crawl.localfiles)
                 robots_text = await self._robots_text(seed) if not target.is_local else ""
                 llms_links, llms_items = await self._discover_llms()
                 for link in llms_links:
@@ -460,7 +460,7 @@ class DocsSpider(scrapy.Spider):
             depth=depth,
             http_status=response.status,
             content_type=ctype or None,
-            # a rendered page is never revalidated with its shell's validators (docscraper.rendering)
+            # a rendered page is never revalidated with its shell's validators (docscraper.crawl.rendering)
             etag=None if rendered else _header(response, b"ETag") or None,
             last_modified=None if rendered else _header(response, b"Last-Modified") or None,
             fetched_at=fetched_at,
@@ -485,7 +485,7 @@ class DocsSpider(scrapy.Spider):
 
     def _encoding(self, response: Response, *, html: bool) -> str:
         """The encoding to decode a page with: its declaration, unless the bytes contradict it
-        (:mod:`docscraper.encoding`); counted as ``docscraper/encoding/redetected`` when overridden."""
+        (:mod:`docscraper.content.encoding`); counted as ``docscraper/encoding/redetected`` when overridden."""
         decided = body_encoding(response.body, _header(response, b"Content-Type"), html=html)
         if decided.redetected:
             self.run_resources().outcomes.count("encoding/redetected")
@@ -538,7 +538,7 @@ class DocsSpider(scrapy.Spider):
                 outcomes.refuse(origin, Refusal(reason, f"redirects to {location}: scheme {scheme or '(none)'} "
                                                         "is not http(s)"), finder=request.meta.get("docscraper_finder"))
                 return []
-            # a local file's 404/403 says why (docscraper.localfiles)
+            # a local file's 404/403 says why (docscraper.crawl.localfiles)
             detail = request.meta.get("docscraper_local_detail") or f"HTTP {status}"
             outcomes.failed(response.url, "httpError", detail, http_status=status,
                             pid=page_id(response.url) if request.meta.get("redirect_urls") else pid,

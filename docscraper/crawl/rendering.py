@@ -20,7 +20,7 @@ these, but an ``executable_path`` other than ``DOCSCRAPER_CHROMIUM_PATH`` is an 
 ``PLAYWRIGHT_BROWSER_TYPE`` other than chromium or a reactor other than asyncio's.
 
 Inside Chromium, images, media and fonts are not fetched, and every other request the page makes
-(scripts, XHR, redirect hops) is judged by the SSRF guard's rules (:mod:`docscraper.ssrf`; names are
+(scripts, XHR, redirect hops) is judged by the SSRF guard's rules (:mod:`docscraper.crawl.ssrf`; names are
 resolved first): a page cannot make the browser read the crawler's own network. Chromium resolves names
 itself afterwards, so DNS rebinding between the two lookups is not covered for rendered pages.
 
@@ -101,7 +101,7 @@ _INSTALL_HINT = (
 
 
 #: The download handler that renders in Chromium (scrapy-playwright's, with docscraper's launch and guards).
-BROWSER_HANDLER = "docscraper._chromium.ChromiumDownloadHandler"
+BROWSER_HANDLER = "docscraper.crawl.chromium.ChromiumDownloadHandler"
 
 
 class RenderError(RuntimeError):
@@ -128,8 +128,7 @@ class BrowserConfig:
     remote: bool = False
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, config: DocscraperConfig | None = None) -> BrowserConfig:
-        config = config or DocscraperConfig.from_settings(settings)
+    def from_settings(cls, settings: BaseSettings, config: DocscraperConfig) -> BrowserConfig:
         browser_type = str(settings.get("PLAYWRIGHT_BROWSER_TYPE") or "chromium")
         if browser_type != "chromium":
             raise ConfigError(f"PLAYWRIGHT_BROWSER_TYPE={browser_type!r}: docscraper renders with Chromium only")
@@ -153,7 +152,7 @@ class BrowserConfig:
         return cls(chromium_path=str(options["executable_path"]), launch_options=options, remote=remote)
 
 
-def render_problem(settings: BaseSettings, config: DocscraperConfig | None = None) -> str | None:
+def render_problem(settings: BaseSettings, config: DocscraperConfig) -> str | None:
     """Why a crawl that renders cannot start (a setting, a missing Chromium), or None."""
     try:
         browser = BrowserConfig.from_settings(settings, config)
@@ -216,10 +215,7 @@ class _Browser:
             if self.closed:
                 raise RenderError("the browser is closed")
             if self.handler is None:
-                problem = render_problem(crawler.settings)
-                if problem:
-                    raise RenderError(problem)
-                # by dotted path, as Scrapy names download handlers: Playwright is imported only by a crawl
+                # it says why it cannot render (RenderError); by dotted path, as Scrapy names download handlers: Playwright is imported only by a crawl
                 # that renders
                 handler = load_object(BROWSER_HANDLER)(crawler)
                 await handler.start()

@@ -2,14 +2,14 @@
 
 A small sentence embedding model matches meaning well and exact terms badly: an error code (``23505``), a
 function (``string_agg``), an option name. BM25 over the same chunk texts finds those, and search fuses
-both rankings (:mod:`docscraper.search`). The BM25 index is built with ``bm25s`` (English stop words,
+both rankings (:mod:`docscraper.storage.search`). The BM25 index is built with ``bm25s`` (English stop words,
 Snowball stemming) from the vector index's own documents: the vector index stays the one store a crawl
 writes, and nothing here can drift from it.
 
 Building it reads every chunk, so it is cached on disk under ``DATA_DIR/lexical/<collection>/``, keyed by
 a fingerprint of the collection: every chunk id with its ``chunk_hash`` (ids follow the page's content
 hash, ``chunk_hash`` the chunk's text). A search whose fingerprint differs (a crawl changed the index)
-rebuilds it, once; a process that keeps a :class:`~docscraper.search.Searcher` keeps it in memory and
+rebuilds it, once; a process that keeps a :class:`~docscraper.storage.search.Searcher` keeps it in memory and
 checks before each question that the collection did not change (from its files' stamp when it is a local
 directory, else from the fingerprint).
 """
@@ -138,7 +138,7 @@ class LexicalIndex:
 
     @classmethod
     def for_index(cls, index: Any, folder: Path, fingerprint: str) -> LexicalIndex:
-        """The keyword index of *index* (a :class:`~docscraper.vectors.VectorIndex`) whose
+        """The keyword index of *index* (a :class:`~docscraper.storage.vectors.VectorIndex`) whose
         :func:`corpus_fingerprint` is *fingerprint*: from *folder*'s cache when it was built for it, else
         built from the collection's documents (and cached)."""
         cached = cls.load(folder, fingerprint)

@@ -4,14 +4,14 @@
 :func:`search` from a program. A :class:`Searcher` keeps the model and the index open for many questions.
 
 Ranking is hybrid: the chunks nearest to the question's vector and the chunks BM25 ranks best for its
-words (:mod:`docscraper.lexical`) are fused by reciprocal rank: each ranking adds ``weight / (RRF_K +
+words (:mod:`docscraper.storage.lexical`) are fused by reciprocal rank: each ranking adds ``weight / (RRF_K +
 rank)`` to what it ranks, the vector ranking with weight 1, the keyword ranking with
 ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5; 0 turns it off). With one result per page (the default) the
 two rankings of pages are fused, each page ranked by its best chunk in either; with ``per_page=None``
 the chunks themselves. A result's ``score`` stays its chunk's cosine similarity to the question.
 
 With ``with_images=True`` each result lists its page's images (``{url, alt, caption}``, in document
-order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.images`).
+order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.content.images`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from docscraper.config import DocscraperConfig
-from docscraper.embedding import Embedder, SentenceTransformerEmbedder
-from docscraper.lexical import LexicalIndex, corpus_fingerprint
-from docscraper.state import SqlStateStore, StateStore, schema_revision
-from docscraper.vectors import ChromaIndex, SearchHit, VectorIndex
+from docscraper.storage.embedding import Embedder, SentenceTransformerEmbedder
+from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint
+from docscraper.storage.state import SqlStateStore, StateStore, schema_revision
+from docscraper.storage.vectors import ChromaIndex, SearchHit, VectorIndex
 
 __all__ = ["SearchResult", "Searcher", "search"]
 

@@ -1,7 +1,7 @@
 """Crawl status from any process: what runs now, what died, how each source's last crawl ended.
 
 A running crawl writes its progress and a heartbeat to the state database every
-``DOCSCRAPER_PROGRESS_INTERVAL`` seconds (:mod:`docscraper.progress`). :func:`crawl_status` only reads
+``DOCSCRAPER_PROGRESS_INTERVAL`` seconds (:mod:`docscraper.crawl.progress`). :func:`crawl_status` only reads
 that database, so it sees crawls in another terminal, under Scrapyd, or on another machine sharing a
 PostgreSQL state database alike. ``scrapy status [NAME] [--json]`` prints it.
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from docscraper.config import DocscraperConfig
-from docscraper.progress import format_duration
-from docscraper.state import RunState, SqlStateStore, schema_revision, utcnow
+from docscraper.crawl.progress import format_duration
+from docscraper.storage.state import RunState, SqlStateStore, schema_revision, utcnow
 
 __all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "stale_after"]
 

@@ -1,8 +1,8 @@
-"""State database: sources, pages and crawl runs (see :mod:`docscraper.state.store`)."""
+"""State database: sources, pages and crawl runs (see :mod:`docscraper.storage.state.store`)."""
 
 from __future__ import annotations
 
-from docscraper.state.store import (
+from docscraper.storage.state.store import (
     ImageRecord,
     PageFailure,
     PageRecord,

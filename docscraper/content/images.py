@@ -6,7 +6,7 @@ content once site chrome (logos in headers, navigation icons) is gone (an image 
 :func:`markdown_images` on a Markdown page's ``![alt](src "title")``. Each image becomes an
 :class:`ImageRef`: its absolute URL, alt text, the caption of the ``<figure>`` around it
 (``<figcaption>``; Sphinx's older ``div.figure`` with ``p.caption``, DocBook's with ``p.title``) and
-its ``title``. The state store keeps them as child records of their page (:mod:`docscraper.state`),
+its ``title``. The state store keeps them as child records of their page (:mod:`docscraper.storage.state`),
 and ``scrapy search --images`` lists them under each result.
 
 What is skipped: ``data:`` URIs (nothing to link to), tracking pixels (``width`` and ``height`` of at

@@ -32,7 +32,7 @@ on a folder; :class:`LocalFileDownloadHandler` takes its place (``DOWNLOAD_HANDL
 * applies ``DOWNLOAD_MAXSIZE`` (``download_maxsize`` meta) before reading: a larger file is skipped as
   ``sizeLimit``.
 
-robots.txt does not apply to ``file://`` URLs: :class:`docscraper.robots.RobotsTxtMiddleware` passes
+robots.txt does not apply to ``file://`` URLs: :class:`docscraper.crawl.robots.RobotsTxtMiddleware` passes
 every non-http(s) request, and the spider asks for no robots.txt for a ``file://`` source.
 
 Meta: reads ``docscraper_page_id``, ``docscraper_finder``, ``download_maxsize``; sets
@@ -63,7 +63,7 @@ from scrapy.responsetypes import responsetypes
 from scrapy.utils.asyncio import run_in_thread
 
 from docscraper.crawl.resources import CrawlResources
-from docscraper.scope import Refusal
+from docscraper.crawl.scope import Refusal
 from docscraper.urls import scope_prefix
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ Everything here works per Scrapy download slot (one per host by default), with S
   removes nothing (DESIGN rule 3). Requests still queued for the host are dropped, not sent.
 * robots.txt ``Crawl-delay`` (for ``ROBOTSTXT_USER_AGENT`` or ``USER_AGENT``, read with Protego from any
   robots.txt response the downloader fetches, whoever asked for it) becomes a floor under the slot's
-  delay. :class:`docscraper.throttle.ConditionalAutoThrottle` calls :func:`enforce_delay_floor` so
+  delay. :class:`docscraper.crawl.throttle.ConditionalAutoThrottle` calls :func:`enforce_delay_floor` so
   AutoThrottle never lowers the delay below it. A robots.txt component that parses the file itself can
   call :func:`apply_crawl_delay` instead.
 

@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from docscraper._resources import resource_dir
-from docscraper.state.models import CrawlRunRow, ImageRow, PageRow, SourceRow
+from docscraper.storage.state.models import CrawlRunRow, ImageRow, PageRow, SourceRow
 
 __all__ = [
     "ImageRecord",
@@ -232,7 +232,7 @@ class StateStore(Protocol):
 def _alembic_config(connection: Any) -> Config:
     cfg = Config()
     # a real directory even when the package runs from a zipped egg (Scrapyd): Alembic loads files
-    cfg.set_main_option("script_location", str(resource_dir("docscraper.state", "migrations")))
+    cfg.set_main_option("script_location", str(resource_dir("docscraper.storage.state", "migrations")))
     cfg.attributes["connection"] = connection
     return cfg
 
@@ -615,7 +615,7 @@ class SqlStateStore:
                 for r in rows
             ]
 
-    # operating sources (docscraper.sources) --------------------------------------------------------
+    # operating sources (docscraper.ops.sources) --------------------------------------------------------
 
     def list_sources(self, name: str | None = None) -> list[SourceSummary]:
         """Every source (or the one called *name*) by name, with its counts and its latest run."""

@@ -15,15 +15,15 @@ crawls ``recrawl_source`` starts.
 Tools (each wraps the Python API that the project's commands use):
 
 - ``add_source(name, url, allow?, block?, max_depth?, max_pages?, llms_txt?)``: probe the site and
-  register it (:func:`docscraper.sources.add_source`); the source and what the probe found.
+  register it (:func:`docscraper.ops.sources.add_source`); the source and what the probe found.
 - ``list_sources()``: every source with its scope, pages, chunks and last run.
 - ``crawl_status(name?)``: running and died crawls and each source's last finished one, with progress
-  (:func:`docscraper.status.crawl_status`).
+  (:func:`docscraper.ops.status.crawl_status`).
 - ``recrawl_source(name, full?, allow?, block?, max_depth?, max_pages?)``: start a crawl in the
-  background and return at once (:func:`docscraper.launch.start_crawl`: a detached process, or a Scrapyd
+  background and return at once (:func:`docscraper.ops.launch.start_crawl`: a detached process, or a Scrapyd
   job when ``DOCSCRAPER_SCRAPYD_URL`` is set); refused while a crawl of the source runs.
 - ``reindex_page(name, url_or_glob)``: mark pages for the next crawl to re-process
-  (:func:`docscraper.sources.request_reindex`).
+  (:func:`docscraper.ops.sources.request_reindex`).
 - ``search_docs(question, k?, source?)``: the best chunks, at most one per page. The model is loaded on
   the first search and kept for the server's life; the Chroma index is reopened when a crawl wrote to it
   since (a persistent client never sees another process's writes).
@@ -49,19 +49,19 @@ from scrapy.settings import BaseSettings
 
 from docscraper import __version__
 from docscraper.config import DocscraperConfig
-from docscraper.embedding import EmbeddingError, SentenceTransformerEmbedder
-from docscraper.launch import start_crawl
-from docscraper.search import Searcher
-from docscraper.sources import (
+from docscraper.ops.launch import start_crawl
+from docscraper.ops.sources import (
     SourceError,
     add_source,
     get_source_info,
     list_sources,
     request_reindex,
 )
-from docscraper.state import StateError
-from docscraper.status import crawl_status
-from docscraper.vectors import ChromaIndex, IndexError_, forget_persistent_clients, persistent_stamp
+from docscraper.ops.status import crawl_status
+from docscraper.storage.embedding import EmbeddingError, SentenceTransformerEmbedder
+from docscraper.storage.search import Searcher
+from docscraper.storage.state import StateError
+from docscraper.storage.vectors import ChromaIndex, IndexError_, forget_persistent_clients, persistent_stamp
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer

@@ -1,5 +1,5 @@
 """scrapy-playwright's download handler, launching docscraper's Chromium: imported only when a crawl
-renders its first page (see :mod:`docscraper.rendering`)."""
+renders its first page (see :mod:`docscraper.crawl.rendering`)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from docscraper.crawl.resources import CrawlResources
-from docscraper.rendering import BrowserConfig
-from docscraper.ssrf import SsrfConfig, check_addresses, check_url, normalize_host
+from docscraper.crawl.rendering import BrowserConfig, RenderError, render_problem
+from docscraper.crawl.resources import CrawlResources, crawl_config
+from docscraper.crawl.ssrf import SsrfConfig, check_addresses, check_url, normalize_host
 
 if TYPE_CHECKING:
     from playwright.async_api import Request as PlaywrightRequest
@@ -32,18 +32,20 @@ _UNCHECKED_SCHEMES = frozenset({"data", "blob", "about"})
 
 
 class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
-    """scrapy-playwright's handler with :class:`~docscraper.rendering.BrowserConfig`'s launch options,
+    """scrapy-playwright's handler with :class:`~docscraper.crawl.rendering.BrowserConfig`'s launch options,
     started on demand (:meth:`start`) rather than when the engine starts, and with every request the
     page makes judged first (:meth:`_abort`)."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.crawler = crawler
-        resources = CrawlResources.find(crawler)
-        self._resources = resources
-        config = resources.config if resources is not None else None
+        self._resources = CrawlResources.find(crawler)
+        config = crawl_config(crawler)
+        problem = render_problem(crawler.settings, config)
+        if problem:
+            raise RenderError(problem)
         self.config.launch_options = dict(BrowserConfig.from_settings(crawler.settings, config).launch_options)
-        ssrf = SsrfConfig.from_settings(crawler.settings)
+        ssrf = SsrfConfig.from_config(config)
         self._ssrf: SsrfConfig | None = ssrf if ssrf.enabled else None
         self._verdicts: dict[str, str | None] = {}
         # PLAYWRIGHT_ABORT_REQUEST, if set, judges what the rules below let through

@@ -45,9 +45,10 @@ from wcmatch import glob
 
 from docscraper import USER_AGENT
 from docscraper.config import ConfigError, DocscraperConfig, parse_globs, render_mode
-from docscraper.discovery import llms_candidates, parse_llms_txt, parse_sitemap, sitemaps_from_robots
-from docscraper.scope import Scope
-from docscraper.state import (
+from docscraper.content.discovery import llms_candidates, parse_llms_txt, parse_sitemap, sitemaps_from_robots
+from docscraper.crawl.scope import Scope
+from docscraper.ops.status import run_state
+from docscraper.storage.state import (
     PageRecord,
     RunRecord,
     SourceRecord,
@@ -58,9 +59,8 @@ from docscraper.state import (
     database_exists,
     utcnow,
 )
-from docscraper.status import run_state
+from docscraper.storage.vectors import ChromaIndex, IndexError_
 from docscraper.urls import normalize_url
-from docscraper.vectors import ChromaIndex, IndexError_
 
 __all__ = [
     "ProbeResult",
@@ -248,7 +248,7 @@ def _source(store: StateStore | None, name: str) -> SourceRecord:
 
 def _refuse_if_running(store: StateStore, config: DocscraperConfig, source: SourceRecord, doing: str) -> None:
     """A crawl still writing to the source would fail half-way, or write under the old name: refuse.
-    Running means what ``scrapy status`` says (:func:`docscraper.status.run_state`: a fresh heartbeat)."""
+    Running means what ``scrapy status`` says (:func:`docscraper.ops.status.run_state`: a fresh heartbeat)."""
     now, host = utcnow(), socket.gethostname()
     running = [r.run.run_id for r in store.run_states(source.id)
                if run_state(r, now=now, interval=config.progress_interval, host=host) == "running"]
@@ -506,7 +506,7 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
                llms_txt: str | None = None, probe: bool = True, timeout: float = 10.0,
                user_agent: str | None = None, render: str | None = None) -> tuple[SourceInfo, ProbeResult | None]:
     """Register a source called *name* for *url* with its scope, after probing the site (unless *probe*
-    is false). *render* (``js`` or ``none``) is stored for :mod:`docscraper.rendering`. A name in use, a URL registered under another name, or a site that cannot be reached (or
+    is false). *render* (``js`` or ``none``) is stored for :mod:`docscraper.crawl.rendering`. A name in use, a URL registered under another name, or a site that cannot be reached (or
     answers 4xx/5xx) is a :class:`SourceError` and nothing is stored. A source that a crawl of *url*
     created on its own is adopted (module docstring)."""
     validate_name(name)
@@ -606,7 +606,7 @@ def remove_source(config: DocscraperConfig, name: str) -> dict[str, int]:
 
 def _matches(page: PageRecord, pattern: str) -> bool:
     """Whether *pattern* (a URL, an absolute path, or a path relative to the scope prefix; each may be a
-    glob as in :mod:`docscraper.scope`) names the stored page."""
+    glob as in :mod:`docscraper.crawl.scope`) names the stored page."""
     url = page.url
     parts = urlsplit(url)
     if "://" in pattern:

@@ -1,9 +1,9 @@
 """Start a crawl of a registered source in the background and return at once.
 
 :func:`start_crawl` is what the MCP server's ``recrawl_source`` calls; any other front end may reuse it.
-It refuses (:class:`~docscraper.sources.SourceError`) an unknown source, a source with a crawl running
+It refuses (:class:`~docscraper.ops.sources.SourceError`) an unknown source, a source with a crawl running
 (what ``scrapy status`` says, or a process this one started that has not recorded its run yet), and bad
-arguments (:class:`~docscraper.sources.SourceArgumentError`, checked as the ``docs`` spider checks them).
+arguments (:class:`~docscraper.ops.sources.SourceArgumentError`, checked as the ``docs`` spider checks them).
 Then, one of two ways:
 
 ``process`` (the default): a detached ``python -m scrapy crawl docs -a source=NAME [-a full=1] [-a
@@ -43,8 +43,8 @@ from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 from docscraper import USER_AGENT
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
-from docscraper.sources import SourceArgumentError, SourceError, get_source_info
-from docscraper.status import crawl_status
+from docscraper.ops.sources import SourceArgumentError, SourceError, get_source_info
+from docscraper.ops.status import crawl_status
 
 __all__ = ["OVERRIDES", "crawl_arguments", "project_root", "start_crawl"]
 

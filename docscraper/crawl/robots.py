@@ -58,8 +58,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
+from docscraper.crawl.ratelimit import apply_crawl_delay
 from docscraper.crawl.resources import CrawlResources
-from docscraper.ratelimit import apply_crawl_delay
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

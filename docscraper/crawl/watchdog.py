@@ -15,8 +15,8 @@ from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
+from docscraper.crawl.progress import format_duration, queued_requests
 from docscraper.crawl.signals import run_opened
-from docscraper.progress import format_duration, queued_requests
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

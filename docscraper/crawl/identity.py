@@ -26,8 +26,8 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request
 
 from docscraper.crawl.resources import CrawlResources
-from docscraper.scope import Refusal
-from docscraper.state import iso_utc, utcnow
+from docscraper.crawl.scope import Refusal
+from docscraper.storage.state import iso_utc, utcnow
 from docscraper.urls import normalize_url, page_id
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from docscraper.crawl.signals import run_opened
-from docscraper.state import iso_utc, utcnow
+from docscraper.storage.state import iso_utc, utcnow
 
 if TYPE_CHECKING:
     from datetime import datetime

@@ -7,7 +7,7 @@ of a site that sends validators takes longer than the cold crawl did. Here a 304
 a 200 would; every other status keeps Scrapy's policy.
 
 A slot whose host sets a robots.txt ``Crawl-delay`` never goes faster than that: after each adjustment
-the delay is raised back to the floor that :mod:`docscraper.ratelimit` keeps for the slot.
+the delay is raised back to the floor that :mod:`docscraper.crawl.ratelimit` keeps for the slot.
 
 Files of a local folder (``file://``) are read without a delay.
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.extensions.throttle import AutoThrottle
 
-from docscraper.ratelimit import enforce_delay_floor
+from docscraper.crawl.ratelimit import enforce_delay_floor
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

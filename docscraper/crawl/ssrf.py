@@ -59,7 +59,7 @@ Settings: ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on; off raises ``NotConfigured``),
 ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` (a list, or a comma-separated string; empty).
 
 Meta: reads ``redirect_urls`` (a hop is recorded under the key of the first URL, as
-:class:`~docscraper.middlewares.RedirectScopeMiddleware` does), ``docscraper_page_id`` and
+:class:`~docscraper.crawl.identity.RedirectScopeMiddleware` does), ``docscraper_page_id`` and
 ``docscraper_discovery`` (only the spider's page and discovery requests are recorded in the report;
 discovery problems also reach ``discovery.problems`` through the spider) and ``proxy``; sets
 ``docscraper_refused`` so the spider's errback does not record the refusal a second time.
@@ -87,7 +87,6 @@ from scrapy import signals
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigured
 from scrapy.http import Request
 from scrapy.resolver import CachingHostnameResolver, CachingThreadedResolver
-from scrapy.settings import BaseSettings
 from scrapy.utils.asyncio import run_in_thread
 from scrapy.utils.reactor import is_reactor_installed
 from twisted.internet.defer import Deferred
@@ -101,9 +100,9 @@ from twisted.internet.interfaces import (
 )
 from zope.interface import implementer
 
-from docscraper.config import ConfigError, flag
-from docscraper.crawl.resources import CrawlResources
-from docscraper.scope import Refusal
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.resources import CrawlResources, crawl_config
+from docscraper.crawl.scope import Refusal
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -272,10 +271,9 @@ class SsrfConfig:
     allowed_networks: tuple[IPNetwork, ...] = ()
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings) -> SsrfConfig:
-        enabled = flag("DOCSCRAPER_SSRF_GUARD_ENABLED", settings.get("DOCSCRAPER_SSRF_GUARD_ENABLED", True))
-        names, networks = cls.parse_hosts(settings.get("DOCSCRAPER_SSRF_ALLOWED_HOSTS"))
-        return cls(enabled, names, networks)
+    def from_config(cls, config: DocscraperConfig) -> SsrfConfig:
+        names, networks = cls.parse_hosts(config.ssrf_allowed_hosts)
+        return cls(config.ssrf_guard_enabled, names, networks)
 
     @staticmethod
     def parse_hosts(value: Any) -> tuple[frozenset[str], tuple[IPNetwork, ...]]:
@@ -506,7 +504,7 @@ class SsrfGuardMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SsrfGuardMiddleware:
         try:
-            config = SsrfConfig.from_settings(crawler.settings)
+            config = SsrfConfig.from_config(crawl_config(crawler))
         except ConfigError as exc:
             raise ConfigError(f"SSRF guard: {exc}") from None
         if not config.enabled:
@@ -523,7 +521,7 @@ class SsrfGuardMiddleware:
                      sorted(self.config.allowed_names), [str(n) for n in self.config.allowed_networks])
         if installed is False:
             logger.warning(
-                "SSRF guard: the installed DNS resolver is not docscraper.ssrf.SsrfGuardResolver "
+                "SSRF guard: the installed DNS resolver is not docscraper.crawl.ssrf.SsrfGuardResolver "
                 "(TWISTED_DNS_RESOLVER); names are checked before each request but not at connect time"
             )
 

@@ -25,8 +25,8 @@ worker to close (under a Redis lock) merges every worker's ledger and writes the
 worker finished (DESIGN rule 3). Each worker keeps its own row in the state database's runs table
 (``<run>-<worker>``), which ``scrapy status`` shows.
 
-Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.distributed.RedisLedger"`` and
-``SCHEDULER = "docscraper.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
+Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.crawl.distributed.RedisLedger"`` and
+``SCHEDULER = "docscraper.crawl.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
 ``DOCSCRAPER_DISTRIBUTED_HEARTBEAT`` (seconds between heartbeats, 0.5), ``DOCSCRAPER_DISTRIBUTED_TTL`` (seconds without a heartbeat before a worker is dead, 10),
 ``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` (2). Stats: ``docscraper/distributed/requeued``.
 """
@@ -54,9 +54,9 @@ from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThread
 
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.identity import PageDupeFilter
 from docscraper.crawl.ledger import MemoryLedger, RunLedger
 from docscraper.crawl.resources import CrawlResources
-from docscraper.middlewares import PageDupeFilter
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -144,7 +144,7 @@ class RedisLedger(RunLedger):
             raise ConfigError("the distributed profile needs a shared run id: -a run=<id> on every worker")
         scheduler = settings.get("SCHEDULER")
         if not (scheduler is DistributedScheduler or str(scheduler).endswith(".DistributedScheduler")):
-            raise ConfigError(f"{config.ledger_class} needs SCHEDULER = 'docscraper.distributed.DistributedScheduler'")
+            raise ConfigError(f"{config.ledger_class} needs SCHEDULER = 'docscraper.crawl.distributed.DistributedScheduler'")
         url = str(settings.get("REDIS_URL") or os.environ.get("DOCSCRAPER_REDIS_URL") or "redis://127.0.0.1:6379/0")
         return cls(crawler, str(run_name), url, heartbeat=config.distributed_heartbeat, ttl=config.distributed_ttl,
                    grace=config.distributed_idle_grace)

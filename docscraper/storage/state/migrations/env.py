@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from docscraper.state.models import Base
+from docscraper.storage.state.models import Base
 
 connection = context.config.attributes["connection"]
 context.configure(
