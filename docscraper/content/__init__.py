@@ -1,0 +1,1 @@
+"""Content processing: fetched pages become normalized Markdown, and Markdown becomes chunks."""
