@@ -80,7 +80,7 @@ import lxml.html
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from docscraper.extraction import extract_html  # noqa: E402
+from docscraper.content.extraction import extract_html  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "extraction_fixtures"
 PYTHON_DOCS = [Path("/usr/share/doc/python3.11/html/library"), Path("/usr/share/doc/python3-doc/html/library")]

@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from docscraper.extraction import Extracted, extract_html  # noqa: E402
+from docscraper.content.extraction import Extracted, extract_html  # noqa: E402
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11-doc/html")
 PYTHON_SAMPLE = 150

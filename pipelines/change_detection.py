@@ -17,7 +17,7 @@ import logging
 
 from scrapy.exceptions import DropItem
 
-from docscraper.extraction import normalize_markdown
+from docscraper.content.extraction import normalize_markdown
 from docscraper.items import PageItem
 from docscraper.run import run_for
 from pipelines._base import RunPipeline

@@ -8,24 +8,20 @@ JavaScript application shell.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import re
 import time
 from pathlib import Path
 
 import pytest
-from bs4 import BeautifulSoup, Tag
 
-from docscraper.extraction import (
+from docscraper.content.extraction import (
     MAX_HTML_CHARS,
     Extracted,
-    _DocsConverter,
-    _parse,
-    _safe_url,
     extract_html,
     extract_markdown,
     normalize_markdown,
 )
+from docscraper.content.extraction.links import LinkResolver, safe_url
 
 FIXTURES = Path(__file__).parent / "extraction_fixtures"
 
@@ -553,74 +549,19 @@ def test_large_page_is_fast() -> None:
     assert elapsed < 2.0
 
 
-# -- parsing -------------------------------------------------------------------------------------
-
-#: Fields of Beautiful Soup nodes that link them to other nodes; compared by position, not value.
-_LINKS = ("parent", "previous_element", "next_element", "previous_sibling", "next_sibling")
-
-
-def _tree_fields(soup: BeautifulSoup) -> list[tuple[object, ...]]:
-    """Every node of ``soup`` in document order: its class, text, own fields and links (as positions)."""
-    nodes = [soup, *soup.descendants]
-    position = {id(node): index for index, node in enumerate(nodes)}
-
-    def where(node: object) -> int | None:
-        return None if node is None else position.get(id(node), -1)
-
-    out: list[tuple[object, ...]] = [("root", where(soup.next_element), [where(c) for c in soup.contents])]
-    for node in nodes[1:]:
-        fields = vars(node)
-        own = sorted((key, value) for key, value in fields.items() if key not in (*_LINKS, "contents", "attrs"))
-        attrs = [(type(k), k, type(v), v) for k, v in fields.get("attrs", {}).items()]
-        contents = [where(child) for child in fields.get("contents", [])]
-        links = [where(fields[link]) for link in _LINKS]
-        out.append((type(node), node.name if isinstance(node, Tag) else str(node), own, attrs, contents, links))
-    return out
-
-
-@pytest.mark.parametrize(
-    "markup",
-    [
-        *[(FIXTURES / name).read_text() for name in sorted(PAGES)],
-        "<!DOCTYPE html><!----><p class=' a  b ' {x}y=1>t<!-- c --> <b>u</b></p>\n \n<?pi x?>",
-        "<pre>  a\n\n <span>b</span>\n</pre><textarea>\n </textarea><script>if (a<b) {}</script>"
-        "<style>p {}</style><template><p>t</p></template><ruby>r<rt>t</rt></ruby>",
-        "<meta charset=latin-1><a rel='nofollow noopener' href=x>a</a><td headers='h1 h2'>c</td>"
-        "</p></div><p>unclosed<li>item<table><tr><td>x</table><br/>tail",
-    ],
-)
-def test_parser_builds_beautiful_soups_tree(markup: str) -> None:
-    # _parse replaces BeautifulSoup(markup, "lxml") by setting Beautiful Soup's internal fields
-    # directly: any difference, after an upgrade of beautifulsoup4 say, must show here.
-    expected = BeautifulSoup(markup, "lxml")
-    parsed = _parse(markup)
-    assert _tree_fields(parsed.soup) == _tree_fields(expected)
-    assert parsed.tags == [node for node in expected.descendants if isinstance(node, Tag)]
+# -- links ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "base", ["https://e.com/a/b.html?q=1#top", "file:///doc/x.html", "mailto:x@e.com", "http://[::1"]
 )
 def test_links_resolved_per_fragment_match_safe_url(base: str) -> None:
-    # The converter resolves the part before a fragment once per page; the result must not change.
+    # The resolver resolves the part before a fragment once per page; the result must not change.
     hrefs = ["p.html#a", "p.html#b(c) d", "../q#x", "//h/p#f", "?x#y", "#f", "p#", "p #f", "p#a\tb", " p#f ",
              "javascript:x#y", "j#avascript:x", "//[::1#x", "http://o.org/p#f", "p;q#f", None, ""]  # fmt: skip
-    converter = _DocsConverter(base)
+    resolve = LinkResolver(base)
     for href in hrefs + hrefs:
-        assert converter._url(href) == _safe_url(base, href), href
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_garbage_collector_is_left_as_found(enabled: bool) -> None:
-    was_enabled = gc.isenabled()
-    try:
-        if not enabled:
-            gc.disable()
-        extract_fixture("sphinx_alabaster.html")
-        assert gc.isenabled() is enabled
-    finally:
-        if was_enabled:
-            gc.enable()
+        assert resolve(href) == safe_url(base, href), href
 
 
 # -- determinism ---------------------------------------------------------------------------------

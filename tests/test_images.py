@@ -19,8 +19,8 @@ import pytest
 
 from docscraper.chunking import Chunker, ChunkingConfig
 from docscraper.config import DocscraperConfig
+from docscraper.content.extraction import extract_html, extract_markdown
 from docscraper.embedding import SentenceTransformerEmbedder
-from docscraper.extraction import extract_html, extract_markdown
 from docscraper.images import ImageRef
 from docscraper.search import Searcher, SearchResult
 from docscraper.state import ImageRecord, PageSeen, PageWrite, SqlStateStore, utcnow

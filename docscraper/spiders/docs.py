@@ -50,6 +50,7 @@ from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTi
 from twisted.python.failure import Failure
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.content.extraction import Extracted, extract_html, extract_markdown
 from docscraper.discovery import (
     html_counterparts,
     is_markdown_url,
@@ -61,7 +62,6 @@ from docscraper.discovery import (
     split_llms_full,
 )
 from docscraper.encoding import body_encoding, decode_body
-from docscraper.extraction import Extracted, extract_html, extract_markdown
 from docscraper.items import PageItem, PageMetadata
 from docscraper.rendering import render_failure_reason, render_meta, renders_url
 from docscraper.robots import robots_middleware
