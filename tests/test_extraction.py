@@ -650,3 +650,79 @@ def test_extract_markdown_without_closing_front_matter_keeps_text() -> None:
     result = extract_markdown("---\n# Title\n\nText", "https://e.com/a.md")
     assert result.title == "Title"
     assert result.markdown == "---\n# Title\n\nText\n"
+
+
+# -- fixes found comparing with the Beautiful Soup and markdownify extractor on 1,600 pages -------
+# (benchmarks/EXTRACTION.md lists the difference classes)
+
+
+def test_line_break_between_inline_elements_keeps_words_apart() -> None:
+    # DocBook: <acronym>V</acronym>\n<acronym>IPC</acronym>
+    html = "<p>System <acronym>V</acronym>\n<acronym>IPC</acronym> semaphores</p>"
+    assert extract_html(html, "https://e.com/").markdown == "System V IPC semaphores\n"
+
+
+def test_paragraph_starting_on_a_new_line_stays_in_its_list_item() -> None:
+    html = (
+        "<main><ol><li><p>Create it:</p><pre>x = 1</pre><p>\n      Then run\n      it.\n    </p></li>"
+        "<li><p>Done.</p></li></ol></main>"
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "1. Create it:\n\n   ```\n   x = 1\n   ```\n\n   Then run it.\n\n2. Done.\n"
+    )
+
+
+def test_small_headerless_table_of_links_stays_a_table() -> None:
+    html = (
+        '<main><table><tr><td><a href="/a"><code>a</code></a></td><td>Raised when <a href="/b">b</a>.</td></tr>'
+        '<tr><td><a href="/c">c</a></td><td>See <a href="/d">d</a>.</td></tr></table></main>'
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "| [`a`](https://e.com/a) | Raised when [b](https://e.com/b). |\n| --- | --- |\n"
+        "| [c](https://e.com/c) | See [d](https://e.com/d). |\n"
+    )
+
+
+def test_row_spanning_cell_keeps_the_columns_aligned() -> None:
+    html = (
+        "<table><tr><th>a</th><th>b</th><th>c</th></tr><tr><td rowspan=2>x</td><td>1</td><td>2</td></tr>"
+        "<tr><td>3</td><td>4</td></tr></table>"
+    )
+    assert "| x | 1 | 2 |\n|  | 3 | 4 |\n" in extract_html(html, "https://e.com/").markdown
+
+
+def test_inline_code_is_one_line_and_adjacent_spans_stay_apart() -> None:
+    html = (
+        '<p><code class="structfield">stream_count</code><code class="type">bigint</code></p>'
+        "<p>Call <code> f(a,\n  b) </code>now, or <tt>frob</tt>.</p>"
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "`stream_count` `bigint`\n\nCall `f(a, b)` now, or `frob`.\n"
+    )
+
+
+def test_text_that_looks_like_markdown_syntax_is_escaped() -> None:
+    # DocBook's literallayout: a plain-text README with <br> line breaks. Unescaped, the dashes made a
+    # heading of the line above, "- " lines list items and the tildes an unclosed code fence.
+    html = (
+        '<div class="literallayout"><p><br>\n      Requirements<br>\n------------<br>\n'
+        "- You need a recent OS.<br>\n~~~~~~<br>\n# pkg install x<br>\n</p></div>"
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "Requirements\n\\------------\n\\- You need a recent OS.\n\\~~~~~~\n\\# pkg install x\n"
+    )
+
+
+def test_wrapped_line_is_not_a_list_item() -> None:
+    html = "<p>The value must be at most\n1000. Note that it counts seconds.</p>"
+    assert extract_html(html, "https://e.com/").markdown == (
+        "The value must be at most 1000. Note that it counts seconds.\n"
+    )
+
+
+def test_page_nested_beyond_lxmls_depth_limit_keeps_its_structure_above_the_cap() -> None:
+    html = "<main><h2>Title</h2><p>Intro.</p>" + "<div>" * 400 + "deep text" + "</div>" * 400 + "<p>After.</p></main>"
+    markdown = extract_html(html, "https://e.com/").markdown
+    assert markdown.startswith("## Title\n\nIntro.\n")
+    assert "deep text" in markdown
+    assert markdown.endswith("After.\n")

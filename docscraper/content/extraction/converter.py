@@ -78,6 +78,9 @@ INVISIBLE_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
 _SPACES_RE = re.compile(r"[ \u00a0]{2,}")
 HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
 _ATX_RE = re.compile(r"^(#{1,6}) (.*)$")
+_INLINE_CODE = ("code", "kbd", "samp", "tt")
+_BROKEN_TEXT = etree.XPath("descendant-or-self::*[not(ancestor-or-self::pre)]/text()[contains(., '\n')]")
+_LINE_BREAK_RE = re.compile(r"\s*\n\s*")
 _ODD_TEXT = etree.XPath(
     "descendant-or-self::*[not(ancestor-or-self::pre)]/text()"
     "[contains(., '\u00a0') or translate(., '\u200b\u200c\u200d\u2060\ufeff\u00ad', '') != .]"
@@ -212,8 +215,47 @@ def _rewrite_links(root: HtmlElement, resolve: LinkResolver) -> None:
         img.set("alt", alt)
 
 
+def _rewrite_inline_code(root: HtmlElement) -> None:
+    """Inline code as plain text on one line, the white space at its edges moved outside it."""
+    for code in list(root.iter(*_INLINE_CODE)):
+        if code.getparent() is None or has_ancestor(code, ("pre", *_INLINE_CODE)):
+            continue
+        raw = text(code)
+        words = collapse_ws(raw)
+        code.clear(keep_tail=True)
+        if not words:
+            replace_with_text(code, " " if raw else "")
+            continue
+        code.text = words
+        previous = code.getprevious()
+        if previous is not None and previous.tag in _INLINE_CODE and not previous.tail:
+            previous.tail = " "  # two code spans side by side (DocBook's name and type) stay two words
+        if raw[:1].isspace():
+            previous = code.getprevious()
+            if previous is not None:
+                previous.tail = (previous.tail or "") + " "
+            else:
+                parent = code.getparent()
+                parent.text = (parent.text or "") + " "
+        if raw[-1:].isspace():
+            code.tail = " " + (code.tail or "")
+
+
 def _clean_text(root: HtmlElement) -> None:
-    """Drop invisible characters and make no-break spaces plain outside code blocks."""
+    """Outside code blocks: no invisible characters, plain spaces for no-break ones, and a line break
+    of the source (with the white space around it) as one space.
+
+    html-to-markdown keeps a paragraph's line breaks with the source's indentation after them, so a
+    paragraph that starts on a new line inside a list item lost the item's indentation (ending the
+    list), and it drops a line break that stands alone between two elements, joining their words.
+    """
+    for found in _BROKEN_TEXT(root):
+        value = _LINE_BREAK_RE.sub(" ", str(found))
+        parent = found.getparent()
+        if found.is_tail:
+            parent.tail = value
+        else:
+            parent.text = value
     for found in _ODD_TEXT(root):
         value = _SPACES_RE.sub(" ", INVISIBLE_RE.sub("", str(found)).replace("\xa0", " "))
         parent = found.getparent()
@@ -253,6 +295,7 @@ def to_markdown(main: HtmlElement, resolve: LinkResolver) -> str:
     _rewrite_definitions(main)
     _rewrite_blocks(main)
     _rewrite_links(main, resolve)
+    _rewrite_inline_code(main)
     _clean_text(main)
     html = lxml.html.tostring(main, encoding="unicode", with_tail=False)
     return _finish(html_to_markdown.convert(html, _OPTIONS).content or "")

@@ -188,6 +188,10 @@ def prepare_tables(root: HtmlElement) -> None:
             or any(has_descendant(cell, _BLOCK_IN_CELL) for cell in cells)
         )
         if not layout:
+            # The first row is the header (html-to-markdown would read a small headerless table
+            # whose cells are mostly links as a list).
+            for cell in child_elements(rows[0], _CELL_NAMES):
+                cell.tag = "th"
             continue
         table.tag = "div"
         for child in child_elements(table, _ROW_GROUP_NAMES):
