@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from lxml.html import HtmlElement
+from lxml.etree import ElementBase
 
 from docscraper.content.markdown import closes_fence, fence_open
 
@@ -61,7 +61,7 @@ _DIMENSION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:px)?\s*$", re.I)
 _SCHEMES = frozenset({"http", "https", "file"})
 
 
-def _attr(el: HtmlElement, name: str) -> str:
+def _attr(el: ElementBase, name: str) -> str:
     return (el.get(name) or "").strip()
 
 
@@ -104,7 +104,7 @@ def _largest_candidate(srcset: str) -> str:
 _FILE_NAME_RE = re.compile(r"^\S+\.(?:png|jpe?g|gif|svg|webp|avif|bmp|ico|tiff?)$", re.IGNORECASE)
 
 
-def image_alt(img: HtmlElement) -> str:
+def image_alt(img: ElementBase) -> str:
     """The alt text of an ``<img>``, white space collapsed; ``""`` when it only repeats the image's file
     (Sphinx writes the path, ``../_images/x.png``, as the alt of an image given no ``:alt:``): a path
     tells a reader or a question nothing, and would be embedded with the page's text."""
@@ -116,7 +116,7 @@ def image_alt(img: HtmlElement) -> str:
     return "" if any(src and urlsplit(src).path.rsplit("/", 1)[-1].lower() == name for src in sources) else alt
 
 
-def image_source(img: HtmlElement) -> str:
+def image_source(img: ElementBase) -> str:
     """The address an ``<img>`` shows once its page's scripts have run (``""`` when it has none)."""
     for name in _LAZY_SRC_ATTRIBUTES:
         value = _attr(img, name)
@@ -139,21 +139,21 @@ def image_source(img: HtmlElement) -> str:
     return src
 
 
-def _dimension(img: HtmlElement, name: str) -> float | None:
+def _dimension(img: ElementBase, name: str) -> float | None:
     match = _DIMENSION_RE.match(_attr(img, name))
     return float(match.group(1)) if match else None
 
 
-def _is_tracking_pixel(img: HtmlElement) -> bool:
+def _is_tracking_pixel(img: ElementBase) -> bool:
     sizes = [size for size in (_dimension(img, "width"), _dimension(img, "height")) if size is not None]
     return bool(sizes) and max(sizes) <= 1
 
 
-def _text(el: HtmlElement) -> str:
+def _text(el: ElementBase) -> str:
     return _collapse("".join(el.itertext()))
 
 
-def _caption(img: HtmlElement, root: HtmlElement) -> str | None:
+def _caption(img: ElementBase, root: ElementBase) -> str | None:
     """The caption of the figure ``img`` is in, when that figure lies inside ``root``."""
     for parent in img.iterancestors():
         sphinx_figure = parent.tag == "div" and "figure" in (parent.get("class") or "").split()
@@ -181,7 +181,7 @@ def _accept(url: str | None) -> str | None:
     return url if scheme in _SCHEMES else None
 
 
-def html_images(images: Iterable[HtmlElement], root: HtmlElement, resolve: Callable[[str], str | None]) -> tuple[ImageRef, ...]:
+def html_images(images: Iterable[ElementBase], root: ElementBase, resolve: Callable[[str], str | None]) -> tuple[ImageRef, ...]:
     """:class:`ImageRef` for each of ``images`` (``<img>`` elements under ``root``, the main content, in
     document order) worth recording; ``resolve`` makes a source absolute (``None``: unusable)."""
     found: list[ImageRef] = []

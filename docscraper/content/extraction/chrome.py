@@ -13,10 +13,10 @@ import functools
 import re
 
 from lxml import etree
-from lxml.html import HtmlElement
 
 from docscraper.content.extraction._dom import (
     HEADING_NAMES,
+    Node,
     attr,
     class_tokens,
     collapse_ws,
@@ -193,21 +193,21 @@ _HOLDS_MAIN_OR_H1 = etree.XPath(
 )
 
 
-def _holds_main(el: HtmlElement, *, heading: bool) -> bool:
+def _holds_main(el: Node, *, heading: bool) -> bool:
     """Whether removing ``el`` would take the page's main content with it."""
     if el.tag in ("body", "html", "main", "article"):
         return True
     return bool((_HOLDS_MAIN_OR_H1 if heading else _HOLDS_MAIN)(el))
 
 
-def _link_density(el: HtmlElement) -> float:
+def _link_density(el: Node) -> float:
     total = text_len(el)
     if not total:
         return 1.0
     return sum(text_len(a) for a in el.iterdescendants("a")) / total
 
 
-def _is_chrome_link(el: HtmlElement) -> bool:
+def _is_chrome_link(el: Node) -> bool:
     words = collapse_ws(text(el))
     href = attr(el, "href").strip()
     if _SYMBOL_ONLY_RE.match(words) and (href.startswith("#") or any(t in _ANCHOR_TOKENS for t in tokens(el))):
@@ -215,7 +215,7 @@ def _is_chrome_link(el: HtmlElement) -> bool:
     return bool(words) and len(words) < 60 and _CHROME_LINK_TEXT_RE.match(words) is not None
 
 
-def is_chrome(el: HtmlElement) -> bool:
+def is_chrome(el: Node) -> bool:
     """Whether ``el`` is site chrome or invisible, judged on its own (not its position)."""
     name = el.tag
     if name in JUNK_TAGS:
@@ -263,7 +263,7 @@ _CHROME_CANDIDATE_NAMES = JUNK_TAGS | {"a", "nav", "footer", "header", "form", "
 _CHROME_ATTRIBUTES = frozenset({"role", "hidden", "aria-hidden", "style", "id", "action"})
 
 
-def _may_be_chrome(el: HtmlElement) -> bool:
+def _may_be_chrome(el: Node) -> bool:
     """False when :func:`is_chrome` is certainly false for ``el``; a cheap screen before it.
 
     Most elements of a page have an ordinary name and at most a class, and the same class lists
@@ -292,11 +292,11 @@ def _chrome_classes(value: str) -> bool:
     )
 
 
-def remove_chrome(root: HtmlElement) -> None:
+def remove_chrome(root: Node) -> None:
     """Remove the chrome under ``root``; a heading's link to itself keeps its words, not the link."""
-    removed: set[HtmlElement] = set()
-    doomed: list[HtmlElement] = []
-    self_links: list[HtmlElement] = []
+    removed: set[Node] = set()
+    doomed: list[Node] = []
+    self_links: list[Node] = []
     for el in root.iterdescendants(etree.Element):
         if el.getparent() in removed:
             removed.add(el)

@@ -6,9 +6,7 @@ from __future__ import annotations
 import functools
 import re
 
-from lxml.html import HtmlElement
-
-from docscraper.content.extraction._dom import attr, class_tokens, classes
+from docscraper.content.extraction._dom import Node, attr, class_tokens, classes
 from docscraper.content.extraction.structure import LINENO_TOKENS
 
 __all__ = ["code_language", "code_text"]
@@ -45,7 +43,7 @@ def _clean_lang(value: str) -> str:
     return value if _LANG_OK_RE.match(value) and value not in _NOT_LANGS else ""
 
 
-def _lang_of(el: HtmlElement, *, is_code_element: bool) -> str:
+def _lang_of(el: Node, *, is_code_element: bool) -> str:
     for name in ("data-lang", "data-language"):
         value = attr(el, name)
         if value:
@@ -84,9 +82,9 @@ def _lang_of(el: HtmlElement, *, is_code_element: bool) -> str:
     return ""
 
 
-def code_language(pre: HtmlElement) -> str:
+def code_language(pre: Node) -> str:
     """The language of a ``<pre>`` block, ``""`` when none is marked."""
-    candidates: list[tuple[HtmlElement, bool]] = [(pre, True)]
+    candidates: list[tuple[Node, bool]] = [(pre, True)]
     code = next(pre.iterdescendants("code"), None)
     if code is not None:
         candidates.append((code, True))
@@ -101,7 +99,7 @@ def code_language(pre: HtmlElement) -> str:
     return ""
 
 
-def _is_gutter(el: HtmlElement) -> bool:
+def _is_gutter(el: Node) -> bool:
     ident = el.get("id")
     if ident and ident.lower() in LINENO_TOKENS:
         return True
@@ -114,11 +112,11 @@ def _gutter_classes(value: str) -> bool:
     return not LINENO_TOKENS.isdisjoint(class_tokens(value.split()))
 
 
-def code_text(pre: HtmlElement) -> str:
+def code_text(pre: Node) -> str:
     """The verbatim text of a code block, without line-number gutters."""
     parts: list[str] = [pre.text or ""]
     # Elements still to walk and tails still to add, the next one last.
-    stack: list[HtmlElement | str] = list(reversed(pre))
+    stack: list[Node | str] = list(reversed(pre))
     while stack:
         node = stack.pop()
         if isinstance(node, str):

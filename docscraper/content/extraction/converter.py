@@ -25,12 +25,11 @@ from __future__ import annotations
 import re
 
 import html_to_markdown
-import lxml.html
 from lxml import etree
-from lxml.html import HtmlElement
 
 from docscraper.content.extraction._dom import (
     HEADING_NAMES,
+    Node,
     attr,
     collapse_ws,
     has_ancestor,
@@ -75,25 +74,20 @@ _BLOCKS = ("details", "figure", "main", "header", "footer", "aside", "nav", "cen
 _UNQUOTED_BLOCKS = ("pre", "table", "dl")
 _EDGE_RULES_RE = re.compile(r"\A(?:\s*---[ \t]*\n)+|(?:\n[ \t]*---)+\s*\Z")
 INVISIBLE_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
-_SPACES_RE = re.compile(r"[ \u00a0]{2,}")
 HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
 _ATX_RE = re.compile(r"^(#{1,6}) (.*)$")
 _INLINE_CODE = ("code", "kbd", "samp", "tt")
-_BROKEN_TEXT = etree.XPath("descendant-or-self::*[not(ancestor-or-self::pre)]/text()[contains(., '\n')]")
-_LINE_BREAK_RE = re.compile(r"\s*\n\s*")
-_ODD_TEXT = etree.XPath(
-    "descendant-or-self::*[not(ancestor-or-self::pre)]/text()"
-    "[contains(., '\u00a0') or translate(., '\u200b\u200c\u200d\u2060\ufeff\u00ad', '') != .]"
-)
+_PRE_BLOCK_RE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+_LINE_BREAK_RE = re.compile(r"\n\s*")  # the white space before it is collapsed by the converter
 
 
-def _code_span(value: str) -> HtmlElement:
+def _code_span(value: str) -> Node:
     code = etree.Element("code")
     code.text = value
     return code
 
 
-def _wrap_children(el: HtmlElement, name: str) -> None:
+def _wrap_children(el: Node, name: str) -> None:
     """Move everything inside ``el`` into a new child element ``name``."""
     wrapper = etree.Element(name)
     wrapper.text, el.text = el.text, None
@@ -102,7 +96,7 @@ def _wrap_children(el: HtmlElement, name: str) -> None:
     el.append(wrapper)
 
 
-def _is_signature(dt: HtmlElement) -> bool:
+def _is_signature(dt: Node) -> bool:
     """Whether a ``<dt>`` is an API signature (Sphinx domains, Texinfo ``@deffn``)."""
     found = tokens(dt)
     if set(found) & _SIGNATURE_TOKENS or any(_DEF_TOKEN_RE.match(t) for t in found):
@@ -115,7 +109,7 @@ def _is_signature(dt: HtmlElement) -> bool:
     return dt.get("id") is not None and any(set(tokens(node)) & _SIGNATURE_NAME_TOKENS for node in dt.iterdescendants())
 
 
-def _rewrite_code(root: HtmlElement) -> None:
+def _rewrite_code(root: Node) -> None:
     for pre in list(root.iter("pre")):
         if pre.getparent() is None or has_ancestor(pre, ("pre",)):
             continue
@@ -136,7 +130,7 @@ def _rewrite_code(root: HtmlElement) -> None:
             block.text = code
 
 
-def _rewrite_definitions(root: HtmlElement) -> None:
+def _rewrite_definitions(root: Node) -> None:
     for dt in list(root.iter("dt")):
         if _is_signature(dt):
             words = collapse_ws(text(dt))
@@ -153,7 +147,7 @@ def _rewrite_definitions(root: HtmlElement) -> None:
         dt.tag = "p"
 
 
-def _rewrite_blocks(root: HtmlElement) -> None:
+def _rewrite_blocks(root: Node) -> None:
     for p in list(root.iter("p")):
         if (
             p.get("class")
@@ -195,7 +189,7 @@ def _rewrite_blocks(root: HtmlElement) -> None:
             replace_with_text(math, f"${tex}$")
 
 
-def _rewrite_links(root: HtmlElement, resolve: LinkResolver) -> None:
+def _rewrite_links(root: Node, resolve: LinkResolver) -> None:
     for a in list(root.iter("a")):
         if has_ancestor(a, ("code", "kbd", "samp")):
             a.drop_tag()
@@ -215,7 +209,7 @@ def _rewrite_links(root: HtmlElement, resolve: LinkResolver) -> None:
         img.set("alt", alt)
 
 
-def _rewrite_inline_code(root: HtmlElement) -> None:
+def _rewrite_inline_code(root: Node) -> None:
     """Inline code as plain text on one line, the white space at its edges moved outside it."""
     for code in list(root.iter(*_INLINE_CODE)):
         if code.getparent() is None or has_ancestor(code, ("pre", *_INLINE_CODE)):
@@ -241,28 +235,24 @@ def _rewrite_inline_code(root: HtmlElement) -> None:
             code.tail = " " + (code.tail or "")
 
 
-def _clean_text(root: HtmlElement) -> None:
+def _clean_markup(html: str) -> str:
     """Outside code blocks: no invisible characters, plain spaces for no-break ones, and a line break
     of the source (with the white space around it) as one space.
 
     html-to-markdown keeps a paragraph's line breaks with the source's indentation after them, so a
     paragraph that starts on a new line inside a list item lost the item's indentation (ending the
     list), and it drops a line break that stands alone between two elements, joining their words.
+    Done on the serialized HTML, where each code block is one ``<pre><code>`` holding only escaped text.
     """
-    for found in _BROKEN_TEXT(root):
-        value = _LINE_BREAK_RE.sub(" ", str(found))
-        parent = found.getparent()
-        if found.is_tail:
-            parent.tail = value
-        else:
-            parent.text = value
-    for found in _ODD_TEXT(root):
-        value = _SPACES_RE.sub(" ", INVISIBLE_RE.sub("", str(found)).replace("\xa0", " "))
-        parent = found.getparent()
-        if found.is_tail:
-            parent.tail = value
-        else:
-            parent.text = value
+    parts = _PRE_BLOCK_RE.split(html)
+    for index in range(0, len(parts), 2):  # the code blocks are at the odd positions
+        part = parts[index]
+        if "\n" in part:
+            part = _LINE_BREAK_RE.sub(" ", part)
+        if "\xa0" in part:
+            part = part.replace("\xa0", " ")
+        parts[index] = INVISIBLE_RE.sub("", part)
+    return "".join(parts)
 
 
 def _finish(markdown: str) -> str:
@@ -285,17 +275,21 @@ def _finish(markdown: str) -> str:
             elif fence is None and line[:1] == ">" and out and out[-1] and out[-1][:1] != ">":
                 out.append("")  # html-to-markdown can run a quote into the list before it
         out.append(line)
-    # A leading "---" would read as YAML front matter to the next tool; edge rules carry nothing.
-    return normalize_markdown(_EDGE_RULES_RE.sub("", "\n".join(out)))
+    markdown = "\n".join(out)
+    # A leading "---" would read as YAML front matter to the next tool; edge rules carry nothing. (The
+    # expression is tried at every line break: only where there is a rule at an edge.)
+    edges = markdown.strip()
+    if edges.startswith("---") or edges.endswith("---"):
+        markdown = _EDGE_RULES_RE.sub("", markdown)
+    return normalize_markdown(markdown)
 
 
-def to_markdown(main: HtmlElement, resolve: LinkResolver) -> str:
+def to_markdown(main: Node, resolve: LinkResolver) -> str:
     """The normalized Markdown of ``main``; the element is rewritten in place for the converter."""
     _rewrite_code(main)
     _rewrite_definitions(main)
     _rewrite_blocks(main)
     _rewrite_links(main, resolve)
     _rewrite_inline_code(main)
-    _clean_text(main)
-    html = lxml.html.tostring(main, encoding="unicode", with_tail=False)
+    html = _clean_markup(etree.tostring(main, method="html", encoding="unicode", with_tail=False))
     return _finish(html_to_markdown.convert(html, _OPTIONS).content or "")

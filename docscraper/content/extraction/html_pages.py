@@ -9,9 +9,8 @@ import re
 from urllib.parse import urlsplit
 
 from lxml import etree
-from lxml.html import HtmlElement
 
-from docscraper.content.extraction._dom import attr, classes, collapse_ws, text
+from docscraper.content.extraction._dom import Node, attr, classes, collapse_ws, text
 from docscraper.content.extraction.chrome import remove_chrome
 from docscraper.content.extraction.converter import HEADING_TAIL_RE, INVISIBLE_RE, to_markdown
 from docscraper.content.extraction.links import LinkResolver, safe_url
@@ -45,7 +44,7 @@ _NON_TEXT = ("script", "style", "template")
 _WORD_CHAR_RE = re.compile(r"\w")
 
 
-def _canonical(root: HtmlElement, base_url: str) -> str | None:
+def _canonical(root: Node, base_url: str) -> str | None:
     for link in root.iter("link"):
         if "canonical" not in (r.lower() for r in classes(link, "rel")):
             continue
@@ -62,7 +61,7 @@ def _canonical(root: HtmlElement, base_url: str) -> str | None:
     return None
 
 
-def _base_url(root: HtmlElement, url: str) -> str:
+def _base_url(root: Node, url: str) -> str:
     base = next((el for el in root.iter("base") if el.get("href") is not None), None)
     if base is not None:
         resolved = safe_url(url, attr(base, "href"))
@@ -71,14 +70,14 @@ def _base_url(root: HtmlElement, url: str) -> str:
     return url
 
 
-def _description(root: HtmlElement) -> str | None:
+def _description(root: Node) -> str | None:
     for meta in root.iter("meta"):
         if attr(meta, "name").strip().lower() == "description":
             return collapse_ws(attr(meta, "content")) or None
     return None
 
 
-def _executable_scripts(root: HtmlElement) -> int:
+def _executable_scripts(root: Node) -> int:
     count = 0
     for script in root.iter("script"):
         if attr(script, "type").strip().lower() in _EXECUTABLE_TYPES and (script.get("src") or text(script).strip()):
@@ -86,7 +85,7 @@ def _executable_scripts(root: HtmlElement) -> int:
     return count
 
 
-def _is_spa_shell(root: HtmlElement, main: HtmlElement, scripts: int) -> bool:
+def _is_spa_shell(root: Node, main: Node, scripts: int) -> bool:
     if not scripts:
         return False
     # Word characters of the main content, counted only as far as the thresholds need.

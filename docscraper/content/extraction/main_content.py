@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lxml import etree
-from lxml.html import HtmlElement
 
-from docscraper.content.extraction._dom import attr, classes, text_len
+from docscraper.content.extraction._dom import Node, attr, classes, text_len
 
 __all__ = ["find_main"]
 
@@ -21,7 +22,7 @@ class _Selector:
     ident: str | None = None
     attr: tuple[str, str] | None = None
 
-    def matches(self, el: HtmlElement) -> bool:
+    def matches(self, el: Node) -> bool:
         if self.tag is not None and el.tag != self.tag:
             return False
         if self.cls is not None and self.cls not in classes(el):
@@ -69,63 +70,63 @@ _SPECIFIC_SHARE = 0.15
 _GENERIC_SHARE = 0.35
 
 
-def _index_selectors(kind: str) -> dict[str, tuple[int, ...]]:
-    """Selector positions keyed by what an element must have to match: a class, an id, an attribute or a name."""
+def _index(key: Callable[[_Selector], str | None]) -> dict[str, tuple[int, ...]]:
+    """Selector positions by the value ``key`` gives (selectors without one left out)."""
     index: dict[str, list[int]] = {}
     for position, selector in enumerate(_SELECTORS):
-        if selector.cls is not None:
-            key, key_kind = selector.cls, "class"
-        elif selector.ident is not None:
-            key, key_kind = selector.ident, "id"
-        elif selector.attr is not None:
-            key, key_kind = selector.attr[0], "attr"
-        else:
-            key, key_kind = str(selector.tag), "name"
-        if key_kind == kind:
-            index.setdefault(key, []).append(position)
-    return {key: tuple(positions) for key, positions in index.items()}
+        value = key(selector)
+        if value is not None:
+            index.setdefault(value, []).append(position)
+    return {value: tuple(positions) for value, positions in index.items()}
 
 
-_SELECTORS_BY_NAME = _index_selectors("name")
-_SELECTORS_BY_CLASS = _index_selectors("class")
-_SELECTORS_BY_ID = _index_selectors("id")
-_SELECTORS_BY_ATTR = _index_selectors("attr")
+# Each selector is indexed by one thing an element must have to match it: a class, else an id, else an
+# attribute, else its name.
+_BY_CLASS = _index(lambda s: s.cls)
+_BY_ID = _index(lambda s: s.ident if s.cls is None else None)
+_BY_ATTR = _index(lambda s: s.attr[0] if s.attr and s.cls is None and s.ident is None else None)
+_BY_NAME = _index(lambda s: s.tag if s.cls is None and s.ident is None and s.attr is None else None)
 
 
-def _candidate_selectors(el: HtmlElement) -> list[int]:
-    """Positions of the selectors ``el`` might match, once per class, id or attribute that could."""
-    found = list(_SELECTORS_BY_NAME.get(el.tag, ()))
-    value = el.get("class")
-    if value:
-        for token in value.split():
-            found.extend(_SELECTORS_BY_CLASS.get(token, ()))
-    ident = el.get("id")
-    if ident:
-        found.extend(_SELECTORS_BY_ID.get(ident, ()))
-    for name in ("itemprop", "role"):
-        if el.get(name) is not None:
-            found.extend(_SELECTORS_BY_ATTR.get(name, ()))
-    return found
+@functools.lru_cache(maxsize=4096)
+def _class_selectors(value: str) -> tuple[int, ...]:
+    """The selectors indexed by a token of this ``class`` value (pages repeat their values)."""
+    return tuple(index for token in value.split() for index in _BY_CLASS.get(token, ()))
 
 
-def find_main(body: HtmlElement) -> HtmlElement:
-    """The most specific known container that holds enough of the page's text, else ``body``."""
-    matches: list[list[HtmlElement]] = [[] for _ in _SELECTORS]
+def _matches(body: Node) -> list[list[Node]]:
+    """For each selector, the elements below ``body`` that it matches, in document order."""
+    matches: list[list[Node]] = [[] for _ in _SELECTORS]
     for el in body.iterdescendants(etree.Element):
-        for index in _candidate_selectors(el):
+        found = _BY_NAME.get(el.tag, ())
+        keys = el.keys()
+        if keys:
+            if "class" in keys:
+                found += _class_selectors(el.get("class"))
+            if "id" in keys:
+                found += _BY_ID.get(el.get("id"), ())
+            for name in ("itemprop", "role"):
+                if name in keys:
+                    found += _BY_ATTR.get(name, ())
+        for index in found:
             if _SELECTORS[index].matches(el):
                 matches[index].append(el)
+    return matches
+
+
+def find_main(body: Node) -> Node:
+    """The most specific known container that holds enough of the page's text, else ``body``."""
     body_len = text_len(body)
     if not body_len:
         return body
-    lengths: dict[HtmlElement, int] = {}
+    lengths: dict[Node, int] = {}
 
-    def length(el: HtmlElement) -> int:
+    def length(el: Node) -> int:
         if el not in lengths:
             lengths[el] = text_len(el)
         return lengths[el]
 
-    for index, found in enumerate(matches):
+    for index, found in enumerate(_matches(body)):
         if not found:
             continue
         found_set = set(found)

@@ -1,8 +1,8 @@
 """Parsing: page bytes decoded (by :mod:`docscraper.encoding`, as the spider decodes) and parsed by lxml.
 
-The tree is lxml's (``lxml.html``), built by libxml2's HTML parser, the same parser Beautiful Soup's
-``"lxml"`` builder drives, at a tenth of the cost of building Beautiful Soup's tree from it
-(``benchmarks/EXTRACTION.md``). Comments and processing instructions are dropped while parsing.
+The tree is lxml's, built by libxml2's HTML parser (the parser Beautiful Soup's ``"lxml"`` builder
+drives) at a twentieth of the cost of building Beautiful Soup's tree from it (``benchmarks/EXTRACTION.md``).
+Comments and processing instructions are dropped while parsing.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import logging
 import re
 import threading
 
-import lxml.html
 from lxml import etree
 
+from docscraper.content.extraction._dom import Node
 from docscraper.encoding import body_encoding, decode_body
 
 __all__ = ["MAX_HTML_CHARS", "decode", "parse", "prepare_markup", "sanitize_text"]
@@ -65,17 +65,18 @@ def prepare_markup(text: str) -> str:
 _parsers = threading.local()
 
 
-def _parser(encoding: str | None) -> lxml.html.HTMLParser:
+def _parser(encoding: str | None) -> etree.HTMLParser:
     # One parser per thread and encoding: an lxml parser is not meant to be shared between threads.
     key = encoding or ""
-    cache: dict[str, lxml.html.HTMLParser] | None = getattr(_parsers, "by_encoding", None)
+    cache: dict[str, etree.HTMLParser] | None = getattr(_parsers, "by_encoding", None)
     if cache is None:
         cache = _parsers.by_encoding = {}
     parser = cache.get(key)
     if parser is None:
-        parser = cache[key] = lxml.html.HTMLParser(
+        parser = cache[key] = etree.HTMLParser(
             encoding=encoding, remove_comments=True, remove_pis=True, recover=True, huge_tree=False
         )
+        parser.set_element_class_lookup(etree.ElementDefaultClassLookup(element=Node))
     return parser
 
 
@@ -92,8 +93,8 @@ class _DepthCappedTarget:
     """
 
     def __init__(self) -> None:
-        self.root: lxml.html.HtmlElement = lxml.html.html_parser.makeelement("html")
-        self.stack: list[lxml.html.HtmlElement] = [self.root]
+        self.root: Node = _parser(None).makeelement("html")
+        self.stack: list[Node] = [self.root]
         self.skipped = 0  # open elements not built
         self.started = False
 
@@ -130,34 +131,48 @@ class _DepthCappedTarget:
         else:
             parent.text = (parent.text or "") + data
 
-    def close(self) -> lxml.html.HtmlElement:
+    def close(self) -> Node:
         return self.root
 
 
-def _parse_capped(markup: str) -> lxml.html.HtmlElement:
+def _parse_capped(markup: str) -> Node:
     target = _DepthCappedTarget()
     parser = etree.HTMLParser(target=target, remove_comments=True, remove_pis=True, recover=True)
     parser.feed(markup)
-    root: lxml.html.HtmlElement = parser.close()
+    root: Node = parser.close()
     return root
 
 
-def _too_deep(parser: lxml.html.HTMLParser) -> bool:
+def _too_deep(parser: etree.HTMLParser) -> bool:
     return any(error.type_name == "ERR_RESOURCE_LIMIT" for error in parser.error_log)
 
 
-def parse(markup: str) -> lxml.html.HtmlElement:
-    """The ``<html>`` element of ``markup`` (prepared by :func:`prepare_markup`), parsed leniently."""
+def _document(data: str | bytes, parser: etree.HTMLParser) -> Node | None:
+    root: Node | None = etree.fromstring(data, parser)
+    if root is not None and root.tag != "html":  # a fragment lxml did not wrap
+        html = parser.makeelement("html")
+        html.append(root)
+        root = html
+    return root
+
+
+def parse(markup: str) -> Node:
+    """The ``<html>`` element of ``markup`` (prepared by :func:`prepare_markup`), parsed leniently.
+
+    Every element is a :class:`~docscraper.content.extraction._dom.Node`.
+    """
     parser = _parser(None)
     try:
-        root = lxml.html.document_fromstring(markup, parser=parser)
-    except (ValueError, etree.ParserError):
+        root = _document(markup, parser)
+    except (ValueError, etree.LxmlError):
         # As Beautiful Soup does when lxml refuses a string: try again with its UTF-8 bytes.
         parser = _parser("utf-8")
         try:
-            root = lxml.html.document_fromstring(markup.encode("utf-8", "replace"), parser=parser)
-        except etree.ParserError:
-            return lxml.html.document_fromstring("<html><body></body></html>")
+            root = _document(markup.encode("utf-8", "replace"), parser)
+        except etree.LxmlError:
+            root = None
+    if root is None:
+        return _document("<html><body></body></html>", _parser(None)) or parser.makeelement("html")
     if _too_deep(parser):
         logger.info("Page nested beyond lxml's depth limit; parsed with a depth cap instead")
         return _parse_capped(markup)

@@ -7,9 +7,9 @@ import itertools
 import re
 
 from lxml import etree
-from lxml.html import HtmlElement
 
 from docscraper.content.extraction._dom import (
+    Node,
     attr,
     child_elements,
     classes,
@@ -41,7 +41,7 @@ MAX_DEPTH = 120
 _FLATTEN_AT = etree.XPath("/".join(["*"] * MAX_DEPTH))
 
 
-def _label(el: HtmlElement, label: str) -> None:
+def _label(el: Node, label: str) -> None:
     """Put ``**label**`` as a paragraph at the top of ``el``."""
     if not label:
         return
@@ -51,15 +51,11 @@ def _label(el: HtmlElement, label: str) -> None:
     prepend(el, paragraph)
 
 
-def _has_class(value: str) -> etree.XPath:
-    return etree.XPath(f"descendant::*[contains(concat(' ', normalize-space(@class), ' '), ' {value} ')]")
-
-
 _TABLISTS = etree.XPath("descendant::*[@role = 'tablist']")
-_LABEL_GROUPS = _has_class("tabbed-labels")
+_MAYBE_LABEL_GROUPS = etree.XPath("descendant::*[contains(@class, 'tabbed-labels')]")
 
 
-def label_tab_panels(root: HtmlElement) -> None:
+def label_tab_panels(root: Node) -> None:
     """Put each tab's label at the top of its panel, then drop the tab strip.
 
     Tabbed examples (pip/conda, Python/JavaScript) are content; their labels sit in a separate strip
@@ -83,9 +79,9 @@ def label_tab_panels(root: HtmlElement) -> None:
         tablist.drop_tree()
 
     # Material for MkDocs content tabs: labels and blocks in two sibling groups.
-    for labels in _LABEL_GROUPS(root):
+    for labels in _MAYBE_LABEL_GROUPS(root):
         container = labels.getparent()
-        if container is None or not is_under(labels, root):
+        if container is None or "tabbed-labels" not in classes(labels) or not is_under(labels, root):
             continue
         content = next((c for c in child_elements(container) if "tabbed-content" in classes(c)), None)
         blocks = [b for b in child_elements(content) if "tabbed-block" in classes(b)] if content is not None else []
@@ -99,7 +95,7 @@ def label_tab_panels(root: HtmlElement) -> None:
 _IMAGE_DATA_RE = re.compile(r"\.(?:svgz?|png|gif|jpe?g|webp|avif|bmp)$", re.I)
 
 
-def objects_to_images(root: HtmlElement) -> None:
+def objects_to_images(root: Node) -> None:
     """Turn an image shown through ``<object data="x.svg" type="image/svg+xml">`` into an ``<img>``.
 
     DocBook's HTML (the PostgreSQL manual's figures) embeds its SVG diagrams this way; ``<object>`` is
@@ -132,7 +128,7 @@ LINENO_TOKENS = frozenset(
 )  # fmt: skip
 
 
-def unwrap_code_tables(root: HtmlElement) -> None:
+def unwrap_code_tables(root: Node) -> None:
     """Replace line-numbered code tables (Pygments ``highlighttable``, Chroma ``lntable``) by the code."""
     for table in list(root.iterdescendants("table")):
         if not is_under(table, root):
@@ -155,8 +151,8 @@ _ROW_GROUP_NAMES = frozenset({"thead", "tbody", "tfoot"})
 _CELL_NAMES = frozenset({"td", "th"})
 
 
-def _table_rows(table: HtmlElement) -> list[HtmlElement]:
-    rows: list[HtmlElement] = []
+def _table_rows(table: Node) -> list[Node]:
+    rows: list[Node] = []
     for child in child_elements(table):
         if child.tag == "tr":
             rows.append(child)
@@ -165,7 +161,7 @@ def _table_rows(table: HtmlElement) -> list[HtmlElement]:
     return rows
 
 
-def prepare_tables(root: HtmlElement) -> None:
+def prepare_tables(root: Node) -> None:
     """Make data tables convertible to pipe tables and turn layout tables into plain blocks."""
     for table in list(root.iterdescendants("table")):
         for col in list(table.iterdescendants("colgroup", "col")):
@@ -202,7 +198,7 @@ def prepare_tables(root: HtmlElement) -> None:
             cell.tag = "div"
 
 
-def flatten_deep(root: HtmlElement) -> None:
+def flatten_deep(root: Node) -> None:
     """Replace elements nested deeper than :data:`MAX_DEPTH` below ``root`` by their text."""
     for el in _FLATTEN_AT(root):
         replace_with_text(el, " ".join(s for s in el.itertext() if s))
