@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
 import statistics
 import sys
@@ -529,9 +530,16 @@ def main() -> None:
     parser.add_argument("--python-pages", type=int, default=40, help="pages sampled from Python's docs")
     parser.add_argument("--valgrind-pages", type=int, default=15, help="pages of Valgrind's manual")
     parser.add_argument("--show", metavar="PAGE", help="print every candidate's Markdown for this page name")
+    parser.add_argument("--baseline", type=Path, help="an older copy of the extraction module, as 'docscraper-before'")
     args = parser.parse_args()
 
     candidates = load_candidates()
+    if args.baseline:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from extraction_speed import _load
+
+        before = _load(args.baseline, "extraction_baseline")
+        candidates["docscraper-before"] = lambda html, url: str(before(html, url).markdown)
     pages = fixture_pages() + python_doc_pages(args.python_pages) + valgrind_pages(args.valgrind_pages)
     if args.show:
         for page in pages:
@@ -542,7 +550,12 @@ def main() -> None:
     # One untimed pass so imports and caches do not count against the first candidate.
     for candidate in candidates.values():
         candidate(pages[0].html, pages[0].url)
-    print(report(run(pages, candidates)))
+    start = os.getloadavg()
+    results = run(pages, candidates)
+    end = os.getloadavg()
+    print(report(results))
+    print(f"load average (1, 5, 15 min): {start[0]:.2f} {start[1]:.2f} {start[2]:.2f} at the start,"
+          f" {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end")  # fmt: skip
 
 
 if __name__ == "__main__":

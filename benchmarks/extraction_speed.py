@@ -41,6 +41,7 @@ import dataclasses
 import hashlib
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -110,6 +111,7 @@ def main() -> int:
         implementations["baseline"] = _load(args.baseline, "extraction_baseline")
 
     pages = sample_pages()
+    load_start = os.getloadavg()
     times: dict[str, dict[str, list[float]]] = {name: {} for name in implementations}
     differences: list[str] = []
     if args.save:
@@ -142,16 +144,20 @@ def main() -> int:
             if changed:
                 differences.append(f"{path}: {', '.join(changed)}")
 
+    load_end = os.getloadavg()
+    # The 1-minute load average at the start and at the end of the timed run, beside every figure: the
+    # times are CPU times, but a loaded machine still slows them (caches, frequency, hyper-threads).
+    load = f"{load_start[0]:.2f}->{load_end[0]:.2f}"
     for name, by_group in times.items():
         all_times = [t for group_times in by_group.values() for t in group_times]
-        print(f"\n{name}\n{'group':<16} {'pages':>5} {'median ms':>10} {'mean ms':>9} {'total s':>8}")
+        print(f"\n{name}\n{'group':<18} {'pages':>5} {'median ms':>10} {'mean ms':>9} {'total s':>8} {'load 1m':>11}")
         for group, group_times in [*by_group.items(), ("all", all_times)]:
             print(
-                f"{group:<16} {len(group_times):>5} {1000 * statistics.median(group_times):>10.1f}"
-                f" {1000 * statistics.mean(group_times):>9.1f} {sum(group_times):>8.2f}"
+                f"{group:<18} {len(group_times):>5} {1000 * statistics.median(group_times):>10.1f}"
+                f" {1000 * statistics.mean(group_times):>9.1f} {sum(group_times):>8.2f} {load:>11}"
             )
     if args.baseline:
-        print(f"\n{'group':<16} {'speed-up (total)':>17} {'speed-up (median)':>18}")
+        print(f"\n{'group':<18} {'speed-up (total)':>17} {'speed-up (median)':>18} {'load 1m':>11}")
         for group in [*times["current"], "all"]:
             if group == "all":
                 old = [t for ts in times["baseline"].values() for t in ts]
@@ -159,7 +165,8 @@ def main() -> int:
             else:
                 old, new = times["baseline"][group], times["current"][group]
             print(
-                f"{group:<16} {sum(old) / sum(new):>16.2f}x {statistics.median(old) / statistics.median(new):>17.2f}x"
+                f"{group:<18} {sum(old) / sum(new):>16.2f}x {statistics.median(old) / statistics.median(new):>17.2f}x"
+                f" {load:>11}"
             )
     if args.compare:
         print(f"\ncompared {len(pages)} pages with {args.compare}: {len(differences)} differ")
