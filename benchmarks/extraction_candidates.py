@@ -1,7 +1,9 @@
-"""Compare main-content extractors on documentation pages; the evidence behind docscraper.extraction.
+"""Compare main-content extractors on documentation pages; the evidence behind docscraper.content.extraction.
 
-Results (Python 3.11, scrapy 2.19, markdownify 1.2.3, trafilatura 2.3.1, html2text 2025.4.15,
-beautifulsoup4 4.15, lxml 6.1.3; ``--python-pages 120``; Python docs pages average 93 KB, up to 737 KB):
+Results of the first version, Beautiful Soup and markdownify (``--baseline`` scores such an older copy
+beside the current one; today's figures are in ``benchmarks/EXTRACTION.md``), with Python 3.11, scrapy
+2.19, markdownify 1.2.3, trafilatura 2.3.1, html2text 2025.4.15, beautifulsoup4 4.15, lxml 6.1.3;
+``--python-pages 120``; Python docs pages average 93 KB, up to 737 KB:
 
     group                 candidate         pages  code       exact      lang       tables   chrome    recall  ms/page
     --------------------  ----------------  -----  ---------  ---------  ---------  -------  --------  ------  -------
@@ -34,8 +36,9 @@ blocks also merge adjacent examples) and keep all the chrome. The fixture expect
 by the author of the extractor, so the fixture rows mainly guard against regressions; the real-page
 rows (expectations read from the HTML) are the fairer comparison.
 
-Candidates: ``docscraper`` (``docscraper.extraction.extract_html``: markdownify on the selected main
-element, with chrome removal and code/table handling), ``trafilatura`` (``extract(html,
+Candidates: ``docscraper`` (``docscraper.content.extraction.extract_html``: the selected main element,
+with chrome removal and code/table handling, converted by html-to-markdown; it was markdownify when the
+results above were taken), ``trafilatura`` (``extract(html,
 output_format="markdown", include_tables=True, include_formatting=True, include_links=True)``),
 ``html2text`` on the whole page, and plain ``markdownify`` on the whole ``<body>``. A candidate that is
 not installed is skipped with a note.

@@ -1,4 +1,4 @@
-"""Time :func:`docscraper.extraction.extract_html` on real documentation pages, and guard its output.
+"""Time :func:`docscraper.content.extraction.extract_html` on real documentation pages, and guard its output.
 
 Usage::
 
@@ -6,32 +6,29 @@ Usage::
     .venv/bin/python benchmarks/extraction_speed.py --save DIR         # ... and write every result to DIR
     .venv/bin/python benchmarks/extraction_speed.py --compare DIR      # ... and diff every result with DIR
     .venv/bin/python benchmarks/extraction_speed.py --baseline OLD.py  # ... and time an older copy of
-                                                                       # docscraper/extraction.py beside it
+                                                                       # the extraction module beside it
     .venv/bin/python benchmarks/extraction_speed.py --module OLD.py    # time only that older copy
 
 Pages: every HTML file of the test site (``tests/site/docs``) and of ``tests/extraction_fixtures``, a
 deterministic sample of 150 pages of Python's Sphinx documentation (``apt-get install python3-doc``;
 sorted paths, evenly spaced), and every page of the other HTML manuals found under
-``/usr/share/doc/*/html`` (libffi, libxslt, Valgrind, ...). Pages missing on this machine are skipped.
+``/usr/share/doc/*/html`` (libffi, libxslt, Valgrind, and with ``postgresql-doc-15``, ``python-git-doc``,
+``python-typer-doc`` and ``mkdocs-doc`` installed the PostgreSQL manual, a Read the Docs theme and two
+MkDocs sites). Pages missing on this machine are skipped.
 
 Each page is read once, then extracted from its bytes with the URL ``file://PATH``; the time is the
 process CPU time of the ``extract_html`` call alone. With ``--baseline`` both implementations run on
 each page in turn (alternating which goes first), so that a busy machine slows both alike, and the
 outputs of both are compared too. ``--save`` writes one JSON file per page (all fields
-of :class:`~docscraper.extraction.Extracted`) so that an optimization can be checked to leave the
-output byte-for-byte unchanged with ``--compare``.
+of :class:`~docscraper.content.extraction.Extracted`) so that an optimization can be checked to leave
+the output byte-for-byte unchanged with ``--compare``. The 1-minute load average at the start and the
+end of the run is printed beside every figure.
 
-Results (a shared 2-core VM, so figures vary by about 10% from run to run; Python 3.11.7,
-beautifulsoup4 4.15.0, lxml 6.1.3, markdownify 1.2.3; 323 pages, 150 of them Python's docs), before
-and after the change that added this script (Beautiful Soup's tree built by ``_SoupTarget`` with the
-garbage collector paused, fewer whole-tree walks), ``--baseline`` with ``--repeat 3``:
-
-    group         pages  median ms before -> after   mean ms before -> after   speed-up (total)
-    python-docs     150             50.4 -> 20.9            117.0 -> 48.3            2.42x
-    all             323             23.4 ->  9.5             67.9 -> 28.2            2.41x
-
-and in two separate runs (``--module`` with the old copy, then without): 20.9 s -> 9.4 s in all
-(2.2x), median 23.2 -> 9.7 ms. The output was identical on every page.
+An older copy is a single module: for the Beautiful Soup and markdownify extractor this package
+replaced, ``git show db37002:docscraper/extraction.py > /tmp/old/old_extraction.py``, plus
+``git show db37002:docscraper/images.py > /tmp/old/old_images.py`` with the old module's
+``from docscraper.images import`` changed to ``from old_images import`` (the old module hands Beautiful
+Soup tags to it), run with ``PYTHONPATH=/tmp/old``. Results and what they mean: ``benchmarks/EXTRACTION.md``.
 """
 
 from __future__ import annotations
