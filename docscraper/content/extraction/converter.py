@@ -81,15 +81,16 @@ _PRE_BLOCK_RE = re.compile(r"(<pre\b.*?</pre>)", re.S)
 _LINE_BREAK_RE = re.compile(r"\n\s*")  # the white space before it is collapsed by the converter
 
 
-def _code_span(value: str) -> Node:
-    code = etree.Element("code")
+def _code_span(context: Node, value: str) -> Node:
+    """A new ``<code>`` element of ``context``'s tree holding ``value``."""
+    code = context.makeelement("code", {})
     code.text = value
     return code
 
 
 def _wrap_children(el: Node, name: str) -> None:
     """Move everything inside ``el`` into a new child element ``name``."""
-    wrapper = etree.Element(name)
+    wrapper = el.makeelement(name, {})
     wrapper.text, el.text = el.text, None
     for child in list(el):
         wrapper.append(child)  # an element moves with its tail
@@ -120,7 +121,7 @@ def _rewrite_code(root: Node) -> None:
         if not code.strip():
             pre.drop_tree()
         elif has_ancestor(pre, _INLINE_CONTEXT):
-            replace(pre, _code_span(" ".join(line.strip() for line in code.split("\n") if line.strip())))
+            replace(pre, _code_span(pre, " ".join(line.strip() for line in code.split("\n") if line.strip())))
         else:
             lang = code_language(pre)
             pre.clear(keep_tail=True)
@@ -138,7 +139,7 @@ def _rewrite_definitions(root: Node) -> None:
                 dt.drop_tree()
                 continue
             dt.clear(keep_tail=True)
-            dt.append(_code_span(words))
+            dt.append(_code_span(dt, words))
         elif not collapse_ws(text(dt)):
             dt.drop_tree()
             continue
@@ -182,7 +183,7 @@ def _rewrite_blocks(root: Node) -> None:
             continue
         tex = text(annotation).strip()
         if attr(math, "display") == "block":
-            paragraph = etree.Element("p")
+            paragraph = math.makeelement("p", {})
             paragraph.text = f"$${tex}$$"
             replace(math, paragraph)
         else:

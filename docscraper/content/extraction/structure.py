@@ -45,7 +45,7 @@ def _label(el: Node, label: str) -> None:
     """Put ``**label**`` as a paragraph at the top of ``el``."""
     if not label:
         return
-    paragraph = etree.Element("p")
+    paragraph = el.makeelement("p", {})  # of the page's tree, so that it is a Node too
     strong = etree.SubElement(paragraph, "strong")
     strong.text = label
     prepend(el, paragraph)
@@ -111,7 +111,7 @@ def objects_to_images(root: Node) -> None:
             continue
         img = next((i for i in obj.iterdescendants("img") if image_source(i)), None)
         if img is None:
-            img = etree.Element("img", src=data, alt=collapse_ws(text(obj)))
+            img = obj.makeelement("img", {"src": data, "alt": collapse_ws(text(obj))})
             for name in ("title", "width", "height"):
                 value = obj.get(name)
                 if value is not None:
