@@ -77,7 +77,7 @@ INVISIBLE_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
 HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
 _ATX_RE = re.compile(r"^(#{1,6}) (.*)$")
 _INLINE_CODE = ("code", "kbd", "samp", "tt")
-_PRE_BLOCK_RE = re.compile(r"(<pre\b.*?</pre>)", re.S)
+_PRE_BLOCK_RE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
 _LINE_BREAK_RE = re.compile(r"\n\s*")  # the white space before it is collapsed by the converter
 
 
