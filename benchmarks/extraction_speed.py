@@ -85,7 +85,7 @@ def _key(path: Path) -> str:
 
 
 def _load(path: Path, name: str) -> Callable[..., Extracted]:
-    """``extract_html`` of a copy of ``docscraper/extraction.py`` at ``path``."""
+    """``extract_html`` of a single-module copy of an extraction implementation at ``path``."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -99,8 +99,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--save", type=Path, help="write every result to this directory")
     parser.add_argument("--compare", type=Path, help="compare every result with those saved in this directory")
-    parser.add_argument("--baseline", type=Path, help="an older copy of docscraper/extraction.py to time beside")
-    parser.add_argument("--module", type=Path, help="time this copy of docscraper/extraction.py instead")
+    parser.add_argument("--baseline", type=Path, help="an older single-module copy of the extraction code to time beside")
+    parser.add_argument("--module", type=Path, help="time this single-module copy of the extraction code instead")
     parser.add_argument("--repeat", type=int, default=1, help="time each page this many times (best is kept)")
     args = parser.parse_args()
     implementations = {"current": _load(args.module, "extraction_module") if args.module else extract_html}

@@ -1,4 +1,4 @@
-"""Tests for docscraper.extraction: main content to Markdown, metadata, robustness, normalization.
+"""Tests for docscraper.content.extraction: main content to Markdown, metadata, robustness, normalization.
 
 The HTML fixtures under ``tests/extraction_fixtures/`` mimic what Sphinx (alabaster and the Read the
 Docs theme), Material for MkDocs, Docusaurus and rustdoc emit, plus a hand-written page and a
