@@ -539,9 +539,9 @@ def main() -> None:
     candidates = load_candidates()
     if args.baseline:
         sys.path.insert(0, str(ROOT / "benchmarks"))
-        from extraction_speed import _load
+        from extraction_speed import load_implementation
 
-        before = _load(args.baseline, "extraction_baseline")
+        before = load_implementation(args.baseline, "extraction_baseline")
         candidates["docscraper-before"] = lambda html, url: str(before(html, url).markdown)
     pages = fixture_pages() + python_doc_pages(args.python_pages) + valgrind_pages(args.valgrind_pages)
     if args.show:

@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from extraction_speed import _load, sample_pages  # noqa: E402
+from extraction_speed import load_implementation, sample_pages  # noqa: E402
 
 from docscraper.content.extraction import extract_html  # noqa: E402
 from docscraper.content.markdown import closes_fence, fence_open  # noqa: E402
@@ -204,7 +204,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.diffs:
         args.diffs.mkdir(parents=True, exist_ok=True)
-    old = _load(args.baseline, "extraction_baseline")
+    old = load_implementation(args.baseline, "extraction_baseline")
     totals = compare(old, sample_pages(), args.diffs)
     print(f"load average before printing: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     keys = ["code", "code+lang", "tables", "rows", "headings", "items", "chrome"]

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from extraction_speed import _load, sample_pages  # noqa: E402
+from extraction_speed import load_implementation, sample_pages  # noqa: E402
 
 from docscraper.content.extraction import extract_html  # noqa: E402
 from docscraper.content.extraction.parsing import decode, prepare_markup  # noqa: E402
@@ -87,7 +87,7 @@ def main() -> int:
     _time("html-to-markdown-convert", list(markup), lambda m: html_to_markdown.convert(str(m), options))
     _time("extract_html", list(raw), lambda page: extract_html(*page))  # type: ignore[misc]
     if args.baseline:
-        old = _load(args.baseline, "extraction_baseline")
+        old = load_implementation(args.baseline, "extraction_baseline")
         _time("extract_html-baseline", list(raw), lambda page: old(*page))  # type: ignore[misc]
     return 0
 

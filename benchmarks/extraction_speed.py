@@ -84,7 +84,7 @@ def _key(path: Path) -> str:
     return hashlib.sha1(str(path).encode()).hexdigest()[:16] + "-" + path.name + ".json"
 
 
-def _load(path: Path, name: str) -> Callable[..., Extracted]:
+def load_implementation(path: Path, name: str) -> Callable[..., Extracted]:
     """``extract_html`` of a single-module copy of an extraction implementation at ``path``."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -103,9 +103,9 @@ def main() -> int:
     parser.add_argument("--module", type=Path, help="time this single-module copy of the extraction code instead")
     parser.add_argument("--repeat", type=int, default=1, help="time each page this many times (best is kept)")
     args = parser.parse_args()
-    implementations = {"current": _load(args.module, "extraction_module") if args.module else extract_html}
+    implementations = {"current": load_implementation(args.module, "extraction_module") if args.module else extract_html}
     if args.baseline:
-        implementations["baseline"] = _load(args.baseline, "extraction_baseline")
+        implementations["baseline"] = load_implementation(args.baseline, "extraction_baseline")
 
     pages = sample_pages()
     load_start = os.getloadavg()
