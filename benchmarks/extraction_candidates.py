@@ -1,7 +1,9 @@
-"""Compare main-content extractors on documentation pages; the evidence behind docscraper.extraction.
+"""Compare main-content extractors on documentation pages; the evidence behind docscraper.content.extraction.
 
-Results (Python 3.11, scrapy 2.19, markdownify 1.2.3, trafilatura 2.3.1, html2text 2025.4.15,
-beautifulsoup4 4.15, lxml 6.1.3; ``--python-pages 120``; Python docs pages average 93 KB, up to 737 KB):
+Results of the first version, Beautiful Soup and markdownify (``--baseline`` scores such an older copy
+beside the current one; today's figures are in ``benchmarks/EXTRACTION.md``), with Python 3.11, scrapy
+2.19, markdownify 1.2.3, trafilatura 2.3.1, html2text 2025.4.15, beautifulsoup4 4.15, lxml 6.1.3;
+``--python-pages 120``; Python docs pages average 93 KB, up to 737 KB:
 
     group                 candidate         pages  code       exact      lang       tables   chrome    recall  ms/page
     --------------------  ----------------  -----  ---------  ---------  ---------  -------  --------  ------  -------
@@ -34,8 +36,9 @@ blocks also merge adjacent examples) and keep all the chrome. The fixture expect
 by the author of the extractor, so the fixture rows mainly guard against regressions; the real-page
 rows (expectations read from the HTML) are the fairer comparison.
 
-Candidates: ``docscraper`` (``docscraper.extraction.extract_html``: markdownify on the selected main
-element, with chrome removal and code/table handling), ``trafilatura`` (``extract(html,
+Candidates: ``docscraper`` (``docscraper.content.extraction.extract_html``: the selected main element,
+with chrome removal and code/table handling, converted by html-to-markdown; it was markdownify when the
+results above were taken), ``trafilatura`` (``extract(html,
 output_format="markdown", include_tables=True, include_formatting=True, include_links=True)``),
 ``html2text`` on the whole page, and plain ``markdownify`` on the whole ``<body>``. A candidate that is
 not installed is skipped with a note.
@@ -66,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
 import statistics
 import sys
@@ -80,7 +84,7 @@ import lxml.html
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from docscraper.extraction import extract_html  # noqa: E402
+from docscraper.content.extraction import extract_html  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "extraction_fixtures"
 PYTHON_DOCS = [Path("/usr/share/doc/python3.11/html/library"), Path("/usr/share/doc/python3-doc/html/library")]
@@ -529,9 +533,16 @@ def main() -> None:
     parser.add_argument("--python-pages", type=int, default=40, help="pages sampled from Python's docs")
     parser.add_argument("--valgrind-pages", type=int, default=15, help="pages of Valgrind's manual")
     parser.add_argument("--show", metavar="PAGE", help="print every candidate's Markdown for this page name")
+    parser.add_argument("--baseline", type=Path, help="an older copy of the extraction module, as 'docscraper-before'")
     args = parser.parse_args()
 
     candidates = load_candidates()
+    if args.baseline:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from extraction_speed import load_implementation
+
+        before = load_implementation(args.baseline, "extraction_baseline")
+        candidates["docscraper-before"] = lambda html, url: str(before(html, url).markdown)
     pages = fixture_pages() + python_doc_pages(args.python_pages) + valgrind_pages(args.valgrind_pages)
     if args.show:
         for page in pages:
@@ -542,7 +553,12 @@ def main() -> None:
     # One untimed pass so imports and caches do not count against the first candidate.
     for candidate in candidates.values():
         candidate(pages[0].html, pages[0].url)
-    print(report(run(pages, candidates)))
+    start = os.getloadavg()
+    results = run(pages, candidates)
+    end = os.getloadavg()
+    print(report(results))
+    print(f"load average (1, 5, 15 min): {start[0]:.2f} {start[1]:.2f} {start[2]:.2f} at the start,"
+          f" {end[0]:.2f} {end[1]:.2f} {end[2]:.2f} at the end")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Time :func:`docscraper.extraction.extract_html` on real documentation pages, and guard its output.
+"""Time :func:`docscraper.content.extraction.extract_html` on real documentation pages, and guard its output.
 
 Usage::
 
@@ -6,32 +6,29 @@ Usage::
     .venv/bin/python benchmarks/extraction_speed.py --save DIR         # ... and write every result to DIR
     .venv/bin/python benchmarks/extraction_speed.py --compare DIR      # ... and diff every result with DIR
     .venv/bin/python benchmarks/extraction_speed.py --baseline OLD.py  # ... and time an older copy of
-                                                                       # docscraper/extraction.py beside it
+                                                                       # the extraction module beside it
     .venv/bin/python benchmarks/extraction_speed.py --module OLD.py    # time only that older copy
 
 Pages: every HTML file of the test site (``tests/site/docs``) and of ``tests/extraction_fixtures``, a
 deterministic sample of 150 pages of Python's Sphinx documentation (``apt-get install python3-doc``;
 sorted paths, evenly spaced), and every page of the other HTML manuals found under
-``/usr/share/doc/*/html`` (libffi, libxslt, Valgrind, ...). Pages missing on this machine are skipped.
+``/usr/share/doc/*/html`` (libffi, libxslt, Valgrind, and with ``postgresql-doc-15``, ``python-git-doc``,
+``python-typer-doc`` and ``mkdocs-doc`` installed the PostgreSQL manual, a Read the Docs theme and two
+MkDocs sites). Pages missing on this machine are skipped.
 
 Each page is read once, then extracted from its bytes with the URL ``file://PATH``; the time is the
 process CPU time of the ``extract_html`` call alone. With ``--baseline`` both implementations run on
 each page in turn (alternating which goes first), so that a busy machine slows both alike, and the
 outputs of both are compared too. ``--save`` writes one JSON file per page (all fields
-of :class:`~docscraper.extraction.Extracted`) so that an optimization can be checked to leave the
-output byte-for-byte unchanged with ``--compare``.
+of :class:`~docscraper.content.extraction.Extracted`) so that an optimization can be checked to leave
+the output byte-for-byte unchanged with ``--compare``. The 1-minute load average at the start and the
+end of the run is printed beside every figure.
 
-Results (a shared 2-core VM, so figures vary by about 10% from run to run; Python 3.11.7,
-beautifulsoup4 4.15.0, lxml 6.1.3, markdownify 1.2.3; 323 pages, 150 of them Python's docs), before
-and after the change that added this script (Beautiful Soup's tree built by ``_SoupTarget`` with the
-garbage collector paused, fewer whole-tree walks), ``--baseline`` with ``--repeat 3``:
-
-    group         pages  median ms before -> after   mean ms before -> after   speed-up (total)
-    python-docs     150             50.4 -> 20.9            117.0 -> 48.3            2.42x
-    all             323             23.4 ->  9.5             67.9 -> 28.2            2.41x
-
-and in two separate runs (``--module`` with the old copy, then without): 20.9 s -> 9.4 s in all
-(2.2x), median 23.2 -> 9.7 ms. The output was identical on every page.
+An older copy is a single module: for the Beautiful Soup and markdownify extractor this package
+replaced, ``git show db37002:docscraper/extraction.py > /tmp/old/old_extraction.py``, plus
+``git show db37002:docscraper/images.py > /tmp/old/old_images.py`` with the old module's
+``from docscraper.images import`` changed to ``from old_images import`` (the old module hands Beautiful
+Soup tags to it), run with ``PYTHONPATH=/tmp/old``. Results and what they mean: ``benchmarks/EXTRACTION.md``.
 """
 
 from __future__ import annotations
@@ -41,6 +38,7 @@ import dataclasses
 import hashlib
 import importlib.util
 import json
+import os
 import statistics
 import sys
 import time
@@ -50,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from docscraper.extraction import Extracted, extract_html  # noqa: E402
+from docscraper.content.extraction import Extracted, extract_html  # noqa: E402
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11-doc/html")
 PYTHON_SAMPLE = 150
@@ -86,8 +84,8 @@ def _key(path: Path) -> str:
     return hashlib.sha1(str(path).encode()).hexdigest()[:16] + "-" + path.name + ".json"
 
 
-def _load(path: Path, name: str) -> Callable[..., Extracted]:
-    """``extract_html`` of a copy of ``docscraper/extraction.py`` at ``path``."""
+def load_implementation(path: Path, name: str) -> Callable[..., Extracted]:
+    """``extract_html`` of a single-module copy of an extraction implementation at ``path``."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -101,15 +99,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--save", type=Path, help="write every result to this directory")
     parser.add_argument("--compare", type=Path, help="compare every result with those saved in this directory")
-    parser.add_argument("--baseline", type=Path, help="an older copy of docscraper/extraction.py to time beside")
-    parser.add_argument("--module", type=Path, help="time this copy of docscraper/extraction.py instead")
+    parser.add_argument("--baseline", type=Path, help="an older single-module copy of the extraction code to time beside")
+    parser.add_argument("--module", type=Path, help="time this single-module copy of the extraction code instead")
     parser.add_argument("--repeat", type=int, default=1, help="time each page this many times (best is kept)")
     args = parser.parse_args()
-    implementations = {"current": _load(args.module, "extraction_module") if args.module else extract_html}
+    implementations = {"current": load_implementation(args.module, "extraction_module") if args.module else extract_html}
     if args.baseline:
-        implementations["baseline"] = _load(args.baseline, "extraction_baseline")
+        implementations["baseline"] = load_implementation(args.baseline, "extraction_baseline")
 
     pages = sample_pages()
+    load_start = os.getloadavg()
     times: dict[str, dict[str, list[float]]] = {name: {} for name in implementations}
     differences: list[str] = []
     if args.save:
@@ -142,16 +141,20 @@ def main() -> int:
             if changed:
                 differences.append(f"{path}: {', '.join(changed)}")
 
+    load_end = os.getloadavg()
+    # The 1-minute load average at the start and at the end of the timed run, beside every figure: the
+    # times are CPU times, but a loaded machine still slows them (caches, frequency, hyper-threads).
+    load = f"{load_start[0]:.2f}->{load_end[0]:.2f}"
     for name, by_group in times.items():
         all_times = [t for group_times in by_group.values() for t in group_times]
-        print(f"\n{name}\n{'group':<16} {'pages':>5} {'median ms':>10} {'mean ms':>9} {'total s':>8}")
+        print(f"\n{name}\n{'group':<18} {'pages':>5} {'median ms':>10} {'mean ms':>9} {'total s':>8} {'load 1m':>11}")
         for group, group_times in [*by_group.items(), ("all", all_times)]:
             print(
-                f"{group:<16} {len(group_times):>5} {1000 * statistics.median(group_times):>10.1f}"
-                f" {1000 * statistics.mean(group_times):>9.1f} {sum(group_times):>8.2f}"
+                f"{group:<18} {len(group_times):>5} {1000 * statistics.median(group_times):>10.1f}"
+                f" {1000 * statistics.mean(group_times):>9.1f} {sum(group_times):>8.2f} {load:>11}"
             )
     if args.baseline:
-        print(f"\n{'group':<16} {'speed-up (total)':>17} {'speed-up (median)':>18}")
+        print(f"\n{'group':<18} {'speed-up (total)':>17} {'speed-up (median)':>18} {'load 1m':>11}")
         for group in [*times["current"], "all"]:
             if group == "all":
                 old = [t for ts in times["baseline"].values() for t in ts]
@@ -159,7 +162,8 @@ def main() -> int:
             else:
                 old, new = times["baseline"][group], times["current"][group]
             print(
-                f"{group:<16} {sum(old) / sum(new):>16.2f}x {statistics.median(old) / statistics.median(new):>17.2f}x"
+                f"{group:<18} {sum(old) / sum(new):>16.2f}x {statistics.median(old) / statistics.median(new):>17.2f}x"
+                f" {load:>11}"
             )
     if args.compare:
         print(f"\ncompared {len(pages)} pages with {args.compare}: {len(differences)} differ")

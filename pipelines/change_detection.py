@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import DropItem
 
-from docscraper.extraction import normalize_markdown
+from docscraper.content.extraction import normalize_markdown
 from docscraper.items import PageItem
 from docscraper.storage.state import PageSeen, utcnow
 from pipelines._base import RunPipeline

@@ -27,7 +27,7 @@ from docscraper.content.chunking import (
     _drop_link_targets,
     hf_token_counter,
 )
-from docscraper.extraction import extract_html
+from docscraper.content.extraction import extract_html
 
 SITE = Path(__file__).parent / "site" / "docs"
 MAX = 256  # all-MiniLM-L6-v2's max_seq_length

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from docscraper.content.encoding import body_encoding, decode_body, detect_encoding
-from docscraper.extraction import extract_html
+from docscraper.content.extraction import extract_html
 
 FRENCH = "Café crème, naïve résumé — “smart quotes” and façade. Déjà vu à la française."
 LATIN1 = "Café crème, naïve résumé and façade. Déjà vu à la française."

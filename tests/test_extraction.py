@@ -1,4 +1,4 @@
-"""Tests for docscraper.extraction: main content to Markdown, metadata, robustness, normalization.
+"""Tests for docscraper.content.extraction: main content to Markdown, metadata, robustness, normalization.
 
 The HTML fixtures under ``tests/extraction_fixtures/`` mimic what Sphinx (alabaster and the Read the
 Docs theme), Material for MkDocs, Docusaurus and rustdoc emit, plus a hand-written page and a
@@ -8,24 +8,20 @@ JavaScript application shell.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import re
 import time
 from pathlib import Path
 
 import pytest
-from bs4 import BeautifulSoup, Tag
 
-from docscraper.extraction import (
+from docscraper.content.extraction import (
     MAX_HTML_CHARS,
     Extracted,
-    _DocsConverter,
-    _parse,
-    _safe_url,
     extract_html,
     extract_markdown,
     normalize_markdown,
 )
+from docscraper.content.extraction.links import LinkResolver, safe_url
 
 FIXTURES = Path(__file__).parent / "extraction_fixtures"
 
@@ -553,74 +549,19 @@ def test_large_page_is_fast() -> None:
     assert elapsed < 2.0
 
 
-# -- parsing -------------------------------------------------------------------------------------
-
-#: Fields of Beautiful Soup nodes that link them to other nodes; compared by position, not value.
-_LINKS = ("parent", "previous_element", "next_element", "previous_sibling", "next_sibling")
-
-
-def _tree_fields(soup: BeautifulSoup) -> list[tuple[object, ...]]:
-    """Every node of ``soup`` in document order: its class, text, own fields and links (as positions)."""
-    nodes = [soup, *soup.descendants]
-    position = {id(node): index for index, node in enumerate(nodes)}
-
-    def where(node: object) -> int | None:
-        return None if node is None else position.get(id(node), -1)
-
-    out: list[tuple[object, ...]] = [("root", where(soup.next_element), [where(c) for c in soup.contents])]
-    for node in nodes[1:]:
-        fields = vars(node)
-        own = sorted((key, value) for key, value in fields.items() if key not in (*_LINKS, "contents", "attrs"))
-        attrs = [(type(k), k, type(v), v) for k, v in fields.get("attrs", {}).items()]
-        contents = [where(child) for child in fields.get("contents", [])]
-        links = [where(fields[link]) for link in _LINKS]
-        out.append((type(node), node.name if isinstance(node, Tag) else str(node), own, attrs, contents, links))
-    return out
-
-
-@pytest.mark.parametrize(
-    "markup",
-    [
-        *[(FIXTURES / name).read_text() for name in sorted(PAGES)],
-        "<!DOCTYPE html><!----><p class=' a  b ' {x}y=1>t<!-- c --> <b>u</b></p>\n \n<?pi x?>",
-        "<pre>  a\n\n <span>b</span>\n</pre><textarea>\n </textarea><script>if (a<b) {}</script>"
-        "<style>p {}</style><template><p>t</p></template><ruby>r<rt>t</rt></ruby>",
-        "<meta charset=latin-1><a rel='nofollow noopener' href=x>a</a><td headers='h1 h2'>c</td>"
-        "</p></div><p>unclosed<li>item<table><tr><td>x</table><br/>tail",
-    ],
-)
-def test_parser_builds_beautiful_soups_tree(markup: str) -> None:
-    # _parse replaces BeautifulSoup(markup, "lxml") by setting Beautiful Soup's internal fields
-    # directly: any difference, after an upgrade of beautifulsoup4 say, must show here.
-    expected = BeautifulSoup(markup, "lxml")
-    parsed = _parse(markup)
-    assert _tree_fields(parsed.soup) == _tree_fields(expected)
-    assert parsed.tags == [node for node in expected.descendants if isinstance(node, Tag)]
+# -- links ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     "base", ["https://e.com/a/b.html?q=1#top", "file:///doc/x.html", "mailto:x@e.com", "http://[::1"]
 )
 def test_links_resolved_per_fragment_match_safe_url(base: str) -> None:
-    # The converter resolves the part before a fragment once per page; the result must not change.
+    # The resolver resolves the part before a fragment once per page; the result must not change.
     hrefs = ["p.html#a", "p.html#b(c) d", "../q#x", "//h/p#f", "?x#y", "#f", "p#", "p #f", "p#a\tb", " p#f ",
              "javascript:x#y", "j#avascript:x", "//[::1#x", "http://o.org/p#f", "p;q#f", None, ""]  # fmt: skip
-    converter = _DocsConverter(base)
+    resolve = LinkResolver(base)
     for href in hrefs + hrefs:
-        assert converter._url(href) == _safe_url(base, href), href
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_garbage_collector_is_left_as_found(enabled: bool) -> None:
-    was_enabled = gc.isenabled()
-    try:
-        if not enabled:
-            gc.disable()
-        extract_fixture("sphinx_alabaster.html")
-        assert gc.isenabled() is enabled
-    finally:
-        if was_enabled:
-            gc.enable()
+        assert resolve(href) == safe_url(base, href), href
 
 
 # -- determinism ---------------------------------------------------------------------------------
@@ -709,3 +650,79 @@ def test_extract_markdown_without_closing_front_matter_keeps_text() -> None:
     result = extract_markdown("---\n# Title\n\nText", "https://e.com/a.md")
     assert result.title == "Title"
     assert result.markdown == "---\n# Title\n\nText\n"
+
+
+# -- fixes found comparing with the Beautiful Soup and markdownify extractor on 1,600 pages -------
+# (benchmarks/EXTRACTION.md lists the difference classes)
+
+
+def test_line_break_between_inline_elements_keeps_words_apart() -> None:
+    # DocBook: <acronym>V</acronym>\n<acronym>IPC</acronym>
+    html = "<p>System <acronym>V</acronym>\n<acronym>IPC</acronym> semaphores</p>"
+    assert extract_html(html, "https://e.com/").markdown == "System V IPC semaphores\n"
+
+
+def test_paragraph_starting_on_a_new_line_stays_in_its_list_item() -> None:
+    html = (
+        "<main><ol><li><p>Create it:</p><pre>x = 1</pre><p>\n      Then run\n      it.\n    </p></li>"
+        "<li><p>Done.</p></li></ol></main>"
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "1. Create it:\n\n   ```\n   x = 1\n   ```\n\n   Then run it.\n\n2. Done.\n"
+    )
+
+
+def test_small_headerless_table_of_links_stays_a_table() -> None:
+    html = (
+        '<main><table><tr><td><a href="/a"><code>a</code></a></td><td>Raised when <a href="/b">b</a>.</td></tr>'
+        '<tr><td><a href="/c">c</a></td><td>See <a href="/d">d</a>.</td></tr></table></main>'
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "| [`a`](https://e.com/a) | Raised when [b](https://e.com/b). |\n| --- | --- |\n"
+        "| [c](https://e.com/c) | See [d](https://e.com/d). |\n"
+    )
+
+
+def test_row_spanning_cell_keeps_the_columns_aligned() -> None:
+    html = (
+        "<table><tr><th>a</th><th>b</th><th>c</th></tr><tr><td rowspan=2>x</td><td>1</td><td>2</td></tr>"
+        "<tr><td>3</td><td>4</td></tr></table>"
+    )
+    assert "| x | 1 | 2 |\n|  | 3 | 4 |\n" in extract_html(html, "https://e.com/").markdown
+
+
+def test_inline_code_is_one_line_and_adjacent_spans_stay_apart() -> None:
+    html = (
+        '<p><code class="structfield">stream_count</code><code class="type">bigint</code></p>'
+        "<p>Call <code> f(a,\n  b) </code>now, or <tt>frob</tt>.</p>"
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "`stream_count` `bigint`\n\nCall `f(a, b)` now, or `frob`.\n"
+    )
+
+
+def test_text_that_looks_like_markdown_syntax_is_escaped() -> None:
+    # DocBook's literallayout: a plain-text README with <br> line breaks. Unescaped, the dashes made a
+    # heading of the line above, "- " lines list items and the tildes an unclosed code fence.
+    html = (
+        '<div class="literallayout"><p><br>\n      Requirements<br>\n------------<br>\n'
+        "- You need a recent OS.<br>\n~~~~~~<br>\n# pkg install x<br>\n</p></div>"
+    )
+    assert extract_html(html, "https://e.com/").markdown == (
+        "Requirements\n\\------------\n\\- You need a recent OS.\n\\~~~~~~\n\\# pkg install x\n"
+    )
+
+
+def test_wrapped_line_is_not_a_list_item() -> None:
+    html = "<p>The value must be at most\n1000. Note that it counts seconds.</p>"
+    assert extract_html(html, "https://e.com/").markdown == (
+        "The value must be at most 1000. Note that it counts seconds.\n"
+    )
+
+
+def test_page_nested_beyond_lxmls_depth_limit_keeps_its_structure_above_the_cap() -> None:
+    html = "<main><h2>Title</h2><p>Intro.</p>" + "<div>" * 400 + "deep text" + "</div>" * 400 + "<p>After.</p></main>"
+    markdown = extract_html(html, "https://e.com/").markdown
+    assert markdown.startswith("## Title\n\nIntro.\n")
+    assert "deep text" in markdown
+    assert markdown.endswith("After.\n")

@@ -19,8 +19,8 @@ import pytest
 
 from docscraper.config import DocscraperConfig
 from docscraper.content.chunking import Chunker, ChunkingConfig
+from docscraper.content.extraction import extract_html, extract_markdown
 from docscraper.content.images import ImageRef
-from docscraper.extraction import extract_html, extract_markdown
 from docscraper.storage.embedding import SentenceTransformerEmbedder
 from docscraper.storage.search import Searcher, SearchResult
 from docscraper.storage.state import ImageRecord, PageSeen, PageWrite, SqlStateStore, utcnow

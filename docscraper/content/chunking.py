@@ -1,6 +1,6 @@
 """Heading-aware chunking of a page's Markdown for the embedding model.
 
-:class:`Chunker` turns the normalized Markdown of one page (as :mod:`docscraper.extraction` writes it:
+:class:`Chunker` turns the normalized Markdown of one page (as :mod:`docscraper.content.extraction` writes it:
 ATX headings, fenced code blocks with a language, GitHub pipe tables, lists, paragraphs) into
 :class:`Chunk` objects whose ``embed_text`` is guaranteed to fit the model's maximum sequence length
 (DESIGN rule 5), measured with the model's own tokenizer through a :class:`TokenCounter`.
@@ -82,6 +82,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
+
+from docscraper.content.markdown import closes_fence, fence_open
 
 __all__ = ["Chunk", "Chunker", "ChunkingConfig", "TokenCounter", "hf_token_counter"]
 
@@ -185,7 +187,6 @@ _PATH_SEPARATOR = " > "
 _ELLIPSIS = "…"
 
 _ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _LIST_ITEM_RE = re.compile(r"^([ \t]*)(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _TABLE_DELIMITER_RE = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
 # A sentence ends at . ! ? … (plus closing quotes, brackets or emphasis) followed by whitespace and not
@@ -206,21 +207,6 @@ class _Block:
     group: int = -1  # list items of one list share a group: joined by one newline, not a blank line
     level: int = 0  # headings only
     title: str = ""  # headings only: the text that goes into the heading path
-
-
-def _is_fence_close(line: str, fence: str) -> bool:
-    stripped = line.strip()
-    return stripped.startswith(fence) and not stripped.strip(fence[0])
-
-
-def _fence_open(line: str) -> str | None:
-    match = _FENCE_RE.match(line)
-    if not match:
-        return None
-    fence = match.group(1)
-    if fence[0] == "`" and "`" in line[match.end() :]:
-        return None  # an inline code span, not a fence
-    return fence
 
 
 def _indent(text: str) -> int:
@@ -285,12 +271,12 @@ def _split_blocks(markdown: str) -> list[_Block]:
             flush_text()
             i += 1
             continue
-        fence = _fence_open(line)
+        fence = fence_open(line)
         if fence is not None:
             flush_text()
             code = [line]
             i += 1
-            while i < len(lines) and not _is_fence_close(lines[i], fence):
+            while i < len(lines) and not closes_fence(lines[i], fence):
                 code.append(lines[i])
                 i += 1
             if i < len(lines):
@@ -321,7 +307,7 @@ def _split_blocks(markdown: str) -> list[_Block]:
                 i < len(lines)
                 and lines[i].strip()
                 and "|" in lines[i]
-                and _fence_open(lines[i]) is None
+                and fence_open(lines[i]) is None
                 and _ATX_RE.match(lines[i]) is None
             ):
                 rows.append(_drop_link_targets(lines[i]))

@@ -47,6 +47,7 @@ from scrapy.utils.gz import gunzip
 from scrapy.utils.sitemap import Sitemap
 from w3lib.html import remove_tags, replace_entities
 
+from docscraper.content.markdown import fence_marker, fenced_lines
 from docscraper.urls import scope_prefix, strip_fragment
 
 if TYPE_CHECKING:
@@ -166,36 +167,6 @@ def _split_lines(text: str) -> list[str]:
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-_FENCE_RE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-
-
-def _fenced_lines(lines: list[str]) -> list[bool]:
-    """For each line, whether it belongs to a fenced code block (fence lines included).
-
-    Fences may be indented any amount, so that fences nested in list items are seen too. An unclosed
-    fence runs to the end of the text, as in CommonMark.
-    """
-    inside: list[bool] = []
-    fence_char, fence_len = "", 0
-    for line in lines:
-        match = _FENCE_RE.match(line)
-        if fence_len:
-            inside.append(True)
-            if (
-                match
-                and match["fence"][0] == fence_char
-                and len(match["fence"]) >= fence_len
-                and not match["info"].strip()
-            ):
-                fence_len = 0
-        elif match and not (match["fence"][0] == "`" and "`" in match["info"]):
-            fence_char, fence_len = match["fence"][0], len(match["fence"])
-            inside.append(True)
-        else:
-            inside.append(False)
-    return inside
-
-
 def _without_comments(text: str) -> str:
     """*text* with closed HTML comments removed; an unclosed ``<!--`` is left as literal text."""
     pieces: list[str] = []
@@ -278,7 +249,7 @@ def _trim_bare(url: str) -> str:
 
 def _llms_searchable_text(text: str) -> str:
     lines = _split_lines(text)
-    fenced = _fenced_lines(lines)
+    fenced = fenced_lines(lines)
     return _without_comments("\n".join("" if code else line for line, code in zip(lines, fenced, strict=False)))
 
 
@@ -415,7 +386,7 @@ def _take_source_line(section: _Section, base_url: str) -> None:
         line = section.lines[index]
         if not line.strip():
             continue
-        if _FENCE_RE.match(line) or _heading(line):
+        if fence_marker(line) is not None or _heading(line):
             return
         non_blank += 1
         if non_blank > _SOURCE_LOOKAHEAD:
@@ -545,7 +516,7 @@ def split_llms_full(text: str, base_url: str, titles: Mapping[str, str] | None =
     lines = _split_lines(text)
     if not text.strip():
         return LlmsFullSplit(sections=[], problem="empty file")
-    fenced = _fenced_lines(lines)
+    fenced = fenced_lines(lines)
     title_index = {_title_key(title): url for title, url in (titles or {}).items()}
 
     blocks = _front_matter_blocks(lines, fenced)

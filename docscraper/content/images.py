@@ -1,6 +1,6 @@
 """The images of a page's main content: what extraction records about each one.
 
-:mod:`docscraper.extraction` calls :func:`html_images` on the ``<img>`` elements left in a page's main
+:mod:`docscraper.content.extraction` calls :func:`html_images` on the ``<img>`` elements left in a page's main
 content once site chrome (logos in headers, navigation icons) is gone (an image embedded as
 ``<object type="image/svg+xml" data=...>``, as DocBook does, is turned into an ``<img>`` first), and
 :func:`markdown_images` on a Markdown page's ``![alt](src "title")``. Each image becomes an
@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from bs4 import NavigableString, Tag
+from lxml.etree import ElementBase
+
+from docscraper.content.markdown import closes_fence, fence_open
 
 __all__ = ["MAX_IMAGES", "ImageRef", "html_images", "image_alt", "image_source", "markdown_images"]
 
@@ -59,13 +61,8 @@ _DIMENSION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:px)?\s*$", re.I)
 _SCHEMES = frozenset({"http", "https", "file"})
 
 
-def _attr(tag: Tag, name: str) -> str:
-    value = tag.get(name)
-    if value is None:
-        return ""
-    if isinstance(value, list):
-        return " ".join(value)
-    return str(value).strip()
+def _attr(el: ElementBase, name: str) -> str:
+    return (el.get(name) or "").strip()
 
 
 def _collapse(text: str) -> str:
@@ -107,7 +104,7 @@ def _largest_candidate(srcset: str) -> str:
 _FILE_NAME_RE = re.compile(r"^\S+\.(?:png|jpe?g|gif|svg|webp|avif|bmp|ico|tiff?)$", re.IGNORECASE)
 
 
-def image_alt(img: Tag) -> str:
+def image_alt(img: ElementBase) -> str:
     """The alt text of an ``<img>``, white space collapsed; ``""`` when it only repeats the image's file
     (Sphinx writes the path, ``../_images/x.png``, as the alt of an image given no ``:alt:``): a path
     tells a reader or a question nothing, and would be embedded with the page's text."""
@@ -119,7 +116,7 @@ def image_alt(img: Tag) -> str:
     return "" if any(src and urlsplit(src).path.rsplit("/", 1)[-1].lower() == name for src in sources) else alt
 
 
-def image_source(img: Tag) -> str:
+def image_source(img: ElementBase) -> str:
     """The address an ``<img>`` shows once its page's scripts have run (``""`` when it has none)."""
     for name in _LAZY_SRC_ATTRIBUTES:
         value = _attr(img, name)
@@ -129,11 +126,11 @@ def image_source(img: Tag) -> str:
     if not _is_placeholder(src):
         return src
     holders = [img]
-    picture = img.parent
-    if picture is not None and picture.name == "source":  # lxml nests what follows a <source> in it
-        picture = picture.parent
-    if picture is not None and picture.name == "picture":
-        holders += [node for node in picture.descendants if isinstance(node, Tag) and node.name == "source"]
+    picture = img.getparent()
+    if picture is not None and picture.tag == "source":  # lxml nests what follows a <source> in it
+        picture = picture.getparent()
+    if picture is not None and picture.tag == "picture":
+        holders += list(picture.iterdescendants("source"))
     for holder in holders:
         for name in _SRCSET_ATTRIBUTES:
             candidate = _largest_candidate(_attr(holder, name))
@@ -142,31 +139,31 @@ def image_source(img: Tag) -> str:
     return src
 
 
-def _dimension(img: Tag, name: str) -> float | None:
+def _dimension(img: ElementBase, name: str) -> float | None:
     match = _DIMENSION_RE.match(_attr(img, name))
     return float(match.group(1)) if match else None
 
 
-def _is_tracking_pixel(img: Tag) -> bool:
+def _is_tracking_pixel(img: ElementBase) -> bool:
     sizes = [size for size in (_dimension(img, "width"), _dimension(img, "height")) if size is not None]
     return bool(sizes) and max(sizes) <= 1
 
 
-def _text(tag: Tag) -> str:
-    return _collapse("".join(str(node) for node in tag.descendants if type(node) is NavigableString))
+def _text(el: ElementBase) -> str:
+    return _collapse("".join(el.itertext()))
 
 
-def _caption(img: Tag, root: Tag) -> str | None:
+def _caption(img: ElementBase, root: ElementBase) -> str | None:
     """The caption of the figure ``img`` is in, when that figure lies inside ``root``."""
-    for parent in img.parents:
-        sphinx_figure = parent.name == "div" and "figure" in (parent.get("class") or ())
-        if parent.name == "figure" or sphinx_figure:
-            for child in parent.contents:
-                if not isinstance(child, Tag):
+    for parent in img.iterancestors():
+        sphinx_figure = parent.tag == "div" and "figure" in (parent.get("class") or "").split()
+        if parent.tag == "figure" or sphinx_figure:
+            for child in parent:
+                if not isinstance(child.tag, str):
                     continue
-                classes = child.get("class") or ()
+                classes = (child.get("class") or "").split()
                 # Sphinx: <p class="caption">; DocBook: <p class="title"> above the figure
-                if child.name == "figcaption" or (sphinx_figure and ("caption" in classes or "title" in classes)):
+                if child.tag == "figcaption" or (sphinx_figure and ("caption" in classes or "title" in classes)):
                     return _text(child) or None
             return None
         if parent is root:
@@ -184,7 +181,7 @@ def _accept(url: str | None) -> str | None:
     return url if scheme in _SCHEMES else None
 
 
-def html_images(images: Iterable[Tag], root: Tag, resolve: Callable[[str], str | None]) -> tuple[ImageRef, ...]:
+def html_images(images: Iterable[ElementBase], root: ElementBase, resolve: Callable[[str], str | None]) -> tuple[ImageRef, ...]:
     """:class:`ImageRef` for each of ``images`` (``<img>`` elements under ``root``, the main content, in
     document order) worth recording; ``resolve`` makes a source absolute (``None``: unusable)."""
     found: list[ImageRef] = []
@@ -204,7 +201,6 @@ def html_images(images: Iterable[Tag], root: Tag, resolve: Callable[[str], str |
     return tuple(found)
 
 
-_FENCE_RE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _CODE_SPAN_RE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.S)
 _MARKDOWN_IMAGE_RE = re.compile(
     r"""!\[(?P<alt>(?:[^\[\]\\]|\\.)*)\]
@@ -221,15 +217,12 @@ def _prose(markdown: str) -> Iterable[str]:
     fence: str | None = None
     paragraph: list[str] = []
     for line in markdown.split("\n"):
-        stripped = line.strip()
         if fence is not None:
-            if stripped.startswith(fence) and not stripped.strip(fence[0]):
+            if closes_fence(line, fence):
                 fence = None
             continue
-        match = _FENCE_RE.match(line)
-        if match and not (match.group(1)[0] == "`" and "`" in line[match.end() :]):
-            fence = match.group(1)
-        if fence is not None or not stripped:
+        fence = fence_open(line)
+        if fence is not None or not line.strip():
             if paragraph:
                 yield "\n".join(paragraph)
             paragraph = []

@@ -61,13 +61,13 @@ from docscraper.content.discovery import (
     split_llms_full,
 )
 from docscraper.content.encoding import body_encoding, decode_body
+from docscraper.content.extraction import Extracted, extract_html, extract_markdown
 from docscraper.crawl.rendering import render_failure_reason
 from docscraper.crawl.resources import CrawlResources
 from docscraper.crawl.robots import RobotsTxtMiddleware
 from docscraper.crawl.scope import Refusal
 from docscraper.crawl.scope_middleware import ScopeMiddleware
 from docscraper.crawl.ssrf import REASON as SSRF_REASON
-from docscraper.extraction import Extracted, extract_html, extract_markdown
 from docscraper.items import PageItem, PageMetadata
 from docscraper.storage.state import iso_utc, utcnow
 from docscraper.urls import is_http_url, page_id, strip_fragment

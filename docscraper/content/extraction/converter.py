@@ -1,0 +1,296 @@
+"""The converter: the main-content element becomes Markdown with html-to-markdown.
+
+html-to-markdown (a Rust converter with a Python binding) turns HTML into Markdown in one call, at a
+fraction of the cost of walking a tree in Python (``benchmarks/EXTRACTION.md``). What documentation
+needs beyond its defaults is done first on the lxml tree, so that the HTML it receives already says
+exactly what the Markdown must hold:
+
+* each ``<pre>`` becomes ``<pre><code class="language-LANG">`` with its verbatim text (gutters gone,
+  alternative versions of one example joined), so every fence keeps its language;
+* API signatures (Sphinx ``dt.sig``, Texinfo ``@deffn``) become one code span, other definition terms
+  bold paragraphs, definitions plain blocks (indented definitions would read as code in CommonMark);
+* reStructuredText's indentation blockquotes, and quotes around code or tables, become plain blocks, so
+  that fences and pipes are not hidden behind ``> ``;
+* admonition titles and rubrics become bold paragraphs, ``<summary>`` a bold paragraph, ``<details>``,
+  ``<figure>`` and the sectioning elements plain blocks;
+* links and images get absolute, safe URLs (:class:`~docscraper.content.extraction.links.LinkResolver`);
+  images in headings and table cells become their alt text; MathML becomes its TeX annotation;
+* a table inside a table cell becomes its text; rows without cells go.
+
+The Markdown is then normalized (:func:`~docscraper.content.extraction.normalize.normalize_markdown`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import html_to_markdown
+from lxml import etree
+
+from docscraper.content.extraction._dom import (
+    HEADING_NAMES,
+    Node,
+    attr,
+    collapse_ws,
+    has_ancestor,
+    has_descendant,
+    replace,
+    replace_with_text,
+    text,
+    tokens,
+)
+from docscraper.content.extraction.code import code_language, code_text
+from docscraper.content.extraction.links import LinkResolver
+from docscraper.content.extraction.normalize import normalize_markdown
+from docscraper.content.images import image_alt, image_source
+from docscraper.content.markdown import closes_fence, fence_open
+
+__all__ = ["HEADING_TAIL_RE", "INVISIBLE_RE", "to_markdown"]
+
+_OPTIONS = html_to_markdown.ConversionOptions(
+    heading_style="atx",
+    bullets="-",
+    list_indent_width=2,
+    escape_asterisks=True,
+    escape_underscores=False,
+    escape_misc=False,
+    autolinks=True,
+    compact_tables=True,
+    code_block_style="backticks",
+    extract_metadata=False,
+    hidden_content="all",  # hidden content was judged already (tab panels stay)
+    expand_abbreviations=False,
+    include_blockquote_citations=False,
+    preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
+)
+
+#: Elements whose content is one line in Markdown: images there are their alt text, code a span.
+_INLINE_CONTEXT = HEADING_NAMES | {"td", "th"}
+_SIGNATURE_TOKENS = frozenset({"sig", "sig-object"})
+_SIGNATURE_NAME_TOKENS = frozenset({"descname", "sig-name", "category", "def-name"})
+_BOLD_PARAGRAPH_TOKENS = frozenset({"admonition-title", "rubric", "topic-title", "sidebar-title"})
+_DEF_TOKEN_RE = re.compile(r"^(?:first-)?def[a-z]+$")
+_BLOCKS = ("details", "figure", "main", "header", "footer", "aside", "nav", "center", "fieldset", "dl", "dd")
+_UNQUOTED_BLOCKS = ("pre", "table", "dl")
+_EDGE_RULES_RE = re.compile(r"\A(?:\s*---[ \t]*\n)+|(?:\n[ \t]*---)+\s*\Z")
+INVISIBLE_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
+HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
+_ATX_RE = re.compile(r"^(#{1,6}) (.*)$")
+_INLINE_CODE = ("code", "kbd", "samp", "tt")
+_PRE_BLOCK_RE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
+_LINE_BREAK_RE = re.compile(r"\n\s*")  # the white space before it is collapsed by the converter
+
+
+def _code_span(context: Node, value: str) -> Node:
+    """A new ``<code>`` element of ``context``'s tree holding ``value``."""
+    code = context.makeelement("code", {})
+    code.text = value
+    return code
+
+
+def _wrap_children(el: Node, name: str) -> None:
+    """Move everything inside ``el`` into a new child element ``name``."""
+    wrapper = el.makeelement(name, {})
+    wrapper.text, el.text = el.text, None
+    for child in list(el):
+        wrapper.append(child)  # an element moves with its tail
+    el.append(wrapper)
+
+
+def _is_signature(dt: Node) -> bool:
+    """Whether a ``<dt>`` is an API signature (Sphinx domains, Texinfo ``@deffn``)."""
+    found = tokens(dt)
+    if set(found) & _SIGNATURE_TOKENS or any(_DEF_TOKEN_RE.match(t) for t in found):
+        return True
+    parent = dt.getparent()
+    if parent is not None and any(_DEF_TOKEN_RE.match(t) for t in tokens(parent)):
+        return True
+    # Sphinx before 4.0 had no "sig" class but named the object "descname"; Texinfo 6 starts the
+    # entry with its category ("Function:").
+    return dt.get("id") is not None and any(set(tokens(node)) & _SIGNATURE_NAME_TOKENS for node in dt.iterdescendants())
+
+
+def _rewrite_code(root: Node) -> None:
+    for pre in list(root.iter("pre")):
+        if pre.getparent() is None or has_ancestor(pre, ("pre",)):
+            continue
+        # Several <code> children: alternative versions of one example (Node.js shows CommonJS and ES
+        # module syntax).
+        blocks = [child for child in pre if child.tag == "code"]
+        code = "\n\n".join(filter(None, map(code_text, blocks if len(blocks) > 1 else [pre])))
+        if not code.strip():
+            pre.drop_tree()
+        elif has_ancestor(pre, _INLINE_CONTEXT):
+            replace(pre, _code_span(pre, " ".join(line.strip() for line in code.split("\n") if line.strip())))
+        else:
+            lang = code_language(pre)
+            pre.clear(keep_tail=True)
+            block = etree.SubElement(pre, "code")
+            if lang:
+                block.set("class", "language-" + lang)
+            block.text = code
+
+
+def _rewrite_definitions(root: Node) -> None:
+    for dt in list(root.iter("dt")):
+        if _is_signature(dt):
+            words = collapse_ws(text(dt))
+            if not words:
+                dt.drop_tree()
+                continue
+            dt.clear(keep_tail=True)
+            dt.append(_code_span(dt, words))
+        elif not collapse_ws(text(dt)):
+            dt.drop_tree()
+            continue
+        elif not has_descendant(dt, ("strong", "b")):
+            _wrap_children(dt, "strong")
+        dt.tag = "p"
+
+
+def _rewrite_blocks(root: Node) -> None:
+    for p in list(root.iter("p")):
+        if (
+            p.get("class")
+            and set(tokens(p, with_id=False)) & _BOLD_PARAGRAPH_TOKENS
+            and not has_ancestor(p, _INLINE_CONTEXT)
+            and not has_descendant(p, ("strong", "b"))
+        ):
+            _wrap_children(p, "strong")
+    for summary in list(root.iter("summary")):
+        summary.tag = "p"
+        if not has_descendant(summary, ("strong", "b")):
+            _wrap_children(summary, "strong")
+    for quote in list(root.iter("blockquote")):
+        children = list(quote)
+        indentation = len(children) == 1 and children[0].tag == "div"
+        if indentation or has_descendant(quote, _UNQUOTED_BLOCKS):
+            quote.tag = "div"
+    for el in list(root.iter(*_BLOCKS)):
+        el.tag = "div"
+    for table in list(root.iter("table")):
+        if has_ancestor(table, ("td", "th")):
+            replace_with_text(table, " " + collapse_ws(" ".join(table.itertext())) + " ")
+    for row in list(root.iter("tr")):
+        if not has_descendant(row, ("td", "th")):
+            row.drop_tree()
+    for math in list(root.iter("math")):
+        annotation = next(
+            (a for a in math.iterdescendants("annotation") if a.get("encoding") == "application/x-tex"), None
+        )
+        if annotation is None:
+            replace_with_text(math, collapse_ws(" ".join(math.itertext())))
+            continue
+        tex = text(annotation).strip()
+        if attr(math, "display") == "block":
+            paragraph = math.makeelement("p", {})
+            paragraph.text = f"$${tex}$$"
+            replace(math, paragraph)
+        else:
+            replace_with_text(math, f"${tex}$")
+
+
+def _rewrite_links(root: Node, resolve: LinkResolver) -> None:
+    for a in list(root.iter("a")):
+        if has_ancestor(a, ("code", "kbd", "samp")):
+            a.drop_tag()
+            continue
+        href = resolve(a.get("href"))
+        a.attrib.clear()
+        if href:
+            a.set("href", href)
+    for img in list(root.iter("img")):
+        alt = image_alt(img).replace("[", "\\[").replace("]", "\\]")
+        url = resolve(image_source(img))
+        if not url or has_ancestor(img, _INLINE_CONTEXT):
+            replace_with_text(img, alt)
+            continue
+        img.attrib.clear()
+        img.set("src", url)
+        img.set("alt", alt)
+
+
+def _rewrite_inline_code(root: Node) -> None:
+    """Inline code as plain text on one line, the white space at its edges moved outside it."""
+    for code in list(root.iter(*_INLINE_CODE)):
+        if code.getparent() is None or has_ancestor(code, ("pre", *_INLINE_CODE)):
+            continue
+        raw = text(code)
+        words = collapse_ws(raw)
+        code.clear(keep_tail=True)
+        if not words:
+            replace_with_text(code, " " if raw else "")
+            continue
+        code.text = words
+        previous = code.getprevious()
+        if previous is not None and previous.tag in _INLINE_CODE and not previous.tail:
+            previous.tail = " "  # two code spans side by side (DocBook's name and type) stay two words
+        if raw[:1].isspace():
+            previous = code.getprevious()
+            if previous is not None:
+                previous.tail = (previous.tail or "") + " "
+            else:
+                parent = code.getparent()
+                parent.text = (parent.text or "") + " "
+        if raw[-1:].isspace():
+            code.tail = " " + (code.tail or "")
+
+
+def _clean_markup(html: str) -> str:
+    """Outside code blocks: no invisible characters, plain spaces for no-break ones, and a line break
+    of the source (with the white space around it) as one space.
+
+    html-to-markdown keeps a paragraph's line breaks with the source's indentation after them, so a
+    paragraph that starts on a new line inside a list item lost the item's indentation (ending the
+    list), and it drops a line break that stands alone between two elements, joining their words.
+    Done on the serialized HTML, where each code block is one ``<pre><code>`` holding only escaped text.
+    """
+    parts = _PRE_BLOCK_RE.split(html)
+    for index in range(0, len(parts), 2):  # the code blocks are at the odd positions
+        part = parts[index]
+        if "\n" in part:
+            part = _LINE_BREAK_RE.sub(" ", part)
+        if "\xa0" in part:
+            part = part.replace("\xa0", " ")
+        parts[index] = INVISIBLE_RE.sub("", part)
+    return "".join(parts)
+
+
+def _finish(markdown: str) -> str:
+    """Headings without permalink glyphs (empty ones dropped), quotes set apart, no edge rules, normalized."""
+    lines = markdown.split("\n")
+    fence: str | None = None
+    out: list[str] = []
+    for line in lines:
+        if fence is not None:
+            if closes_fence(line, fence):
+                fence = None
+        else:
+            fence = fence_open(line)
+            heading = _ATX_RE.match(line) if fence is None and line[:1] == "#" else None
+            if heading is not None:
+                words = HEADING_TAIL_RE.sub("", collapse_ws(heading.group(2)))
+                if not words:
+                    continue
+                line = f"{heading.group(1)} {words}"
+            elif fence is None and line[:1] == ">" and out and out[-1] and out[-1][:1] != ">":
+                out.append("")  # html-to-markdown can run a quote into the list before it
+        out.append(line)
+    markdown = "\n".join(out)
+    # A leading "---" would read as YAML front matter to the next tool; edge rules carry nothing. (The
+    # expression is tried at every line break: only where there is a rule at an edge.)
+    edges = markdown.strip()
+    if edges.startswith("---") or edges.endswith("---"):
+        markdown = _EDGE_RULES_RE.sub("", markdown)
+    return normalize_markdown(markdown)
+
+
+def to_markdown(main: Node, resolve: LinkResolver) -> str:
+    """The normalized Markdown of ``main``; the element is rewritten in place for the converter."""
+    _rewrite_code(main)
+    _rewrite_definitions(main)
+    _rewrite_blocks(main)
+    _rewrite_links(main, resolve)
+    _rewrite_inline_code(main)
+    html = _clean_markup(etree.tostring(main, method="html", encoding="unicode", with_tail=False))
+    return _finish(html_to_markdown.convert(html, _OPTIONS).content or "")
