@@ -66,7 +66,8 @@ class RunReporter:
         crawler.signals.connect(reporter.run_closing, signal=run_closing)
         return reporter
 
-    def _bind(self, resources: CrawlResources) -> None:
+    def bind(self, resources: CrawlResources) -> None:
+        """Work on this run (done when the run opens, and when it closes)."""
         self.resources = resources
         self.ledger = resources.ledger
         self.outcomes = resources.outcomes
@@ -74,12 +75,12 @@ class RunReporter:
 
     def run_opened(self, resources: CrawlResources) -> None:
         """Live progress and heartbeat for ``scrapy status``, from now until close."""
-        self._bind(resources)
+        self.bind(resources)
         self.progress = ProgressRecorder(resources, self.config.progress_interval)
         self.progress.start()
 
     async def run_closing(self, resources: CrawlResources, reason: str) -> None:
-        self._bind(resources)
+        self.bind(resources)
         await self.close(reason)
 
     # the removal gate ------------------------------------------------------------------------------

@@ -169,7 +169,7 @@ class _Outcome:
 
 class Mirror:
     """The mirror folder of one run. :meth:`save` and :meth:`report` do blocking I/O: call them off the
-    reactor thread (``CrawlRun.call("mirror", ...)``, one thread, so two pages never race for a name)."""
+    reactor thread (``CrawlResources.call("mirror", ...)``, one thread, so two pages never race for a name)."""
 
     def __init__(self, directory: Path, *, stats: StatsCollector | None = None) -> None:
         directory.mkdir(parents=True, exist_ok=True)
