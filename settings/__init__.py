@@ -64,6 +64,8 @@ DOWNLOAD_HANDLERS = {
     "http": "docscraper.crawl.rendering.RenderingDownloadHandler",
     "https": "docscraper.crawl.rendering.RenderingDownloadHandler",
 }
+# docscraper's Chromium launch options (Debian's chromium, headless, quiet) in PLAYWRIGHT_LAUNCH_OPTIONS
+ADDONS = {"docscraper.crawl.rendering.RenderingAddon": 0}
 # scrapy-playwright needs the asyncio reactor (Scrapy's default, stated here so no profile loses it).
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 DOCSCRAPER_CHROMIUM_PATH = os.environ.get("DOCSCRAPER_CHROMIUM_PATH", "/usr/bin/chromium")

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
-from docscraper.crawl.rendering import BrowserConfig, RenderError, render_problem
+from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.resources import CrawlResources, crawl_config
 from docscraper.crawl.ssrf import SsrfConfig, check_addresses, check_url, normalize_host
 
@@ -32,30 +32,24 @@ _UNCHECKED_SCHEMES = frozenset({"data", "blob", "about"})
 
 
 class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
-    """scrapy-playwright's handler with :class:`~docscraper.crawl.rendering.BrowserConfig`'s launch options,
-    started on demand (:meth:`start`) rather than when the engine starts, and with every request the
-    page makes judged first (:meth:`_abort`)."""
+    """scrapy-playwright's handler, built only for a run that renders (its launch options come from
+    :class:`~docscraper.crawl.rendering.RenderingAddon`), with every request the page makes judged first
+    (:meth:`_abort`). A setting that keeps Chromium from starting is a :class:`RenderError` here."""
 
     def __init__(self, crawler: Crawler) -> None:
-        super().__init__(crawler)
-        self.crawler = crawler
-        self._resources = CrawlResources.find(crawler)
         config = crawl_config(crawler)
         problem = render_problem(crawler.settings, config)
         if problem:
             raise RenderError(problem)
-        self.config.launch_options = dict(BrowserConfig.from_settings(crawler.settings, config).launch_options)
+        super().__init__(crawler)
+        self.crawler = crawler
+        self._resources = CrawlResources.find(crawler)
         ssrf = SsrfConfig.from_config(config)
         self._ssrf: SsrfConfig | None = ssrf if ssrf.enabled else None
         self._verdicts: dict[str, str | None] = {}
         # PLAYWRIGHT_ABORT_REQUEST, if set, judges what the rules below let through
         self._user_abort: Callable[[PlaywrightRequest], Any] | None = getattr(self, "abort_request", None)
         self.abort_request = self._abort
-
-    async def start(self) -> None:
-        """Start the Playwright driver; Chromium itself is launched with the first page.
-        (scrapy-playwright starts the driver on ``engine_started``, which has long fired by now.)"""
-        await self._maybe_launch_in_thread()
 
     def _trusted(self) -> set[str]:
         target = self._resources.target if self._resources is not None else None

@@ -2,14 +2,16 @@
 
 Asked for per run (``-a render=js``) or per source (the source's stored scope carries ``"render":
 "js"``); ``-a render=none`` turns it off for one run. Only page requests are rendered: the spider adds
-:func:`render_meta` (``playwright: True``) in ``_page_request`` for http(s) pages that are not Markdown
+:func:`render_meta` (``playwright: True``) through the scope middleware for http(s) pages that are not Markdown
 or text files. robots.txt, sitemaps and llms.txt stay plain HTTP, and so do all requests of a run that
 renders nothing.
 
 :class:`RenderingDownloadHandler` is the project's ``http``/``https`` download handler. A request
-without ``meta["playwright"]`` goes to Scrapy's HTTP/1.1 handler, unchanged. The first rendered request
-of a crawl creates scrapy-playwright's handler (which starts the Playwright driver) and then Chromium,
-both once per crawl: a run that renders nothing never imports Playwright nor starts a browser.
+without ``meta["playwright"]`` goes to Scrapy's HTTP/1.1 handler, unchanged. When a run that renders opens
+(:data:`~docscraper.crawl.signals.run_opened`), it creates scrapy-playwright's handler, which starts the
+Playwright driver when the engine starts; Chromium is launched with the first rendered page. A run that
+renders nothing never imports Playwright nor starts a browser. :class:`RenderingAddon` gives
+scrapy-playwright docscraper's launch options through its own setting, ``PLAYWRIGHT_LAUNCH_OPTIONS``.
 
 Chromium is Debian's (``apt-get install -y chromium``), found at ``DOCSCRAPER_CHROMIUM_PATH``
 (``/usr/bin/chromium``); nothing downloads a browser (``playwright install`` is never needed). It is
@@ -42,7 +44,6 @@ the SSRF rules), and scrapy-playwright's ``playwright/...``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -53,12 +54,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
 from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy_playwright.page import PageMethod
 from twisted.python.failure import Failure
 
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.signals import run_opened
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -69,6 +71,7 @@ __all__ = [
     "CHROMIUM_ARGS",
     "BrowserConfig",
     "RenderError",
+    "RenderingAddon",
     "RenderingDownloadHandler",
     "chromium_problem",
     "render_failure_reason",
@@ -201,31 +204,51 @@ def render_failure_reason(failure: Failure) -> str | None:
     return "network" if "net::ERR_" in str(error) else "error"
 
 
+class RenderingAddon:
+    """A Scrapy add-on (``ADDONS``) that gives scrapy-playwright docscraper's Chromium launch options
+    (:class:`BrowserConfig`: Debian's Chromium, :data:`CHROMIUM_ARGS`, headless) in its own setting,
+    ``PLAYWRIGHT_LAUNCH_OPTIONS``, keeping the keys a user set there. Settings that contradict each other
+    are left as they are: :func:`render_problem` reports them when a run asks to render."""
+
+    def update_settings(self, settings: Settings) -> None:
+        try:
+            browser = BrowserConfig.from_settings(settings, DocscraperConfig.from_settings(settings))
+        except ConfigError:
+            return
+        priority = max(settings.getpriority("PLAYWRIGHT_LAUNCH_OPTIONS") or 0, SETTINGS_PRIORITIES["addon"])
+        settings.set("PLAYWRIGHT_LAUNCH_OPTIONS", dict(browser.launch_options), priority=priority)
+
+
 class _Browser:
-    """The crawl's one scrapy-playwright handler, created on first use, shared by the http and https
-    handlers."""
+    """The crawl's one scrapy-playwright handler, shared by the http and https handlers: created when a run
+    that renders opens (before the engine starts, so scrapy-playwright starts its driver on
+    ``engine_started`` as it always does), never for a run that renders nothing."""
 
     def __init__(self) -> None:
         self.handler: Any = None
-        self.lock = asyncio.Lock()
+        self.error: str | None = None
         self.closed = False
 
-    async def get(self, crawler: Crawler) -> Any:
-        async with self.lock:
-            if self.closed:
-                raise RenderError("the browser is closed")
-            if self.handler is None:
-                # it says why it cannot render (RenderError); by dotted path, as Scrapy names download handlers: Playwright is imported only by a crawl
-                # that renders
-                handler = load_object(BROWSER_HANDLER)(crawler)
-                await handler.start()
-                self.handler = handler
-            return self.handler
+    def open(self, crawler: Crawler) -> None:
+        if self.handler is not None or self.error is not None:
+            return
+        try:
+            # by dotted path, as Scrapy names download handlers: only a crawl that renders imports Playwright
+            self.handler = load_object(BROWSER_HANDLER)(crawler)
+        except RenderError as exc:
+            self.error = str(exc)
+            logger.error("Cannot render: %s", exc)
+
+    def get(self) -> Any:
+        if self.closed:
+            raise RenderError("the browser is closed")
+        if self.handler is None:
+            raise RenderError(self.error or "this run does not render (-a render=js, or the source's render)")
+        return self.handler
 
     async def close(self) -> None:
-        async with self.lock:
-            self.closed = True
-            handler, self.handler = self.handler, None
+        self.closed = True
+        handler, self.handler = self.handler, None
         if handler is not None:
             await handler.close()
 
@@ -235,13 +258,21 @@ _BROWSERS: weakref.WeakKeyDictionary[Crawler, _Browser] = weakref.WeakKeyDiction
 
 class RenderingDownloadHandler:
     """The ``http``/``https`` download handler: Scrapy's HTTP/1.1 handler for plain requests, Chromium
-    (through scrapy-playwright, started on the first one) for requests with ``meta["playwright"]``."""
+    (through scrapy-playwright, started when a run that renders opens) for requests with
+    ``meta["playwright"]``."""
 
     lazy = False
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self._http = build_from_crawler(HTTP11DownloadHandler, crawler)
+        crawler.signals.connect(self.run_opened, signal=run_opened)
+
+    def run_opened(self, resources: Any) -> None:
+        """Start the browser's handler when the run renders (its target says so, once the run is open)."""
+        target = getattr(resources, "target", None)
+        if target is not None and target.render == "js":
+            self._browser().open(self.crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderingDownloadHandler:
@@ -255,7 +286,7 @@ class RenderingDownloadHandler:
 
     async def download_request(self, request: Request) -> Response:
         if request.meta.get("playwright"):
-            handler = await self._browser().get(self.crawler)
+            handler = self._browser().get()
             response: Response = await handler.download_request(request)
             return response
         return await self._http.download_request(request)
