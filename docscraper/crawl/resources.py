@@ -39,6 +39,7 @@ from docscraper.crawl.outcomes import RunOutcomes
 from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
+from docscraper.storage.backends import load_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
@@ -199,9 +200,7 @@ class CrawlResources:
         waiter: Deferred[Embedder] = Deferred()
         if self._embedder_waiters is None:
             self._embedder_waiters = [waiter]
-            cfg = self.config
-            loading = self._defer("model", load_object(cfg.embedder_class), cfg.embedding_model,
-                                  device=cfg.embedding_device, batch_size=cfg.embedding_batch_size)
+            loading = self._defer("model", load_embedder, self.config)
             loading.addCallbacks(self._embedder_loaded, self._embedder_failed)
         else:
             self._embedder_waiters.append(waiter)
@@ -243,7 +242,7 @@ class CrawlResources:
 
     async def _open(self) -> None:
         cfg = self.config
-        store: StateStore = await self.db(load_object(cfg.state_store_class), cfg.state_url)
+        store = await self.db(open_state_store, cfg)
         self.store = store
         target = await self.db(open_target, store, self.args, self.run_id, self.started_at)
         if target.render == "js":
@@ -259,9 +258,7 @@ class CrawlResources:
             pid=os.getpid(),
         )
         if cfg.index_enabled:
-            self.index = await self.call("index", load_object(cfg.vector_index_class), path=cfg.chroma_path,
-                                         url=cfg.chroma_url, collection=cfg.chroma_collection,
-                                         telemetry=cfg.chroma_telemetry)
+            self.index = await self.call("index", open_vector_index, cfg)
         self.opened = True
         logger.info(
             "Run %s of source %s (%s): %d known pages, scope %s",

@@ -58,10 +58,11 @@ from docscraper.ops.sources import (
     request_reindex,
 )
 from docscraper.ops.status import crawl_status
-from docscraper.storage.embedding import EmbeddingError, SentenceTransformerEmbedder
+from docscraper.storage.backends import load_embedder, open_vector_index
+from docscraper.storage.embedding import Embedder, EmbeddingError
 from docscraper.storage.search import Searcher
 from docscraper.storage.state import StateError
-from docscraper.storage.vectors import ChromaIndex, IndexError_, forget_persistent_clients, persistent_stamp
+from docscraper.storage.vectors import IndexError_, VectorIndex, forget_persistent_clients, persistent_stamp
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -116,8 +117,8 @@ class DocsTools:
         # Tools run on worker threads; Chroma's per-process client cache is shared, so every use of the
         # index (a search, an adopting add_source) holds this lock.
         self._index_lock = threading.Lock()
-        self._embedder: SentenceTransformerEmbedder | None = None
-        self._index: ChromaIndex | None = None
+        self._embedder: Embedder | None = None
+        self._index: VectorIndex | None = None
         self._searcher: Searcher | None = None
         self._stamp: object = None
 
@@ -172,16 +173,13 @@ class DocsTools:
         stamp = persistent_stamp(config.chroma_path) if persistent else None
         if self._searcher is None or stamp != self._stamp:
             if self._embedder is None:
-                self._embedder = SentenceTransformerEmbedder(
-                    config.embedding_model, device=config.embedding_device, batch_size=config.embedding_batch_size
-                )
+                self._embedder = load_embedder(config)
             if self._index is not None:
                 self._index.close()
                 self._index = None
                 if persistent:
                     forget_persistent_clients()
-            self._index = ChromaIndex(path=config.chroma_path, url=config.chroma_url,
-                                      collection=config.chroma_collection, telemetry=config.chroma_telemetry)
+            self._index = open_vector_index(config)
             self._searcher = Searcher(config, embedder=self._embedder, index=self._index)
             # after opening: opening writes to the directory itself
             self._stamp = persistent_stamp(config.chroma_path) if persistent else None

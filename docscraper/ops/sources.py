@@ -48,18 +48,18 @@ from docscraper.config import ConfigError, DocscraperConfig, parse_globs, render
 from docscraper.content.discovery import llms_candidates, parse_llms_txt, parse_sitemap, sitemaps_from_robots
 from docscraper.crawl.scope import Scope
 from docscraper.ops.status import run_state
+from docscraper.storage.backends import open_state_store, open_vector_index
 from docscraper.storage.state import (
     PageRecord,
     RunRecord,
     SourceRecord,
     SourceSummary,
-    SqlStateStore,
     StateError,
     StateStore,
     database_exists,
     utcnow,
 )
-from docscraper.storage.vectors import ChromaIndex, IndexError_
+from docscraper.storage.vectors import IndexError_, VectorIndex
 from docscraper.urls import normalize_url
 
 __all__ = [
@@ -219,7 +219,7 @@ def _open_store(config: DocscraperConfig, *, create: bool) -> Iterator[StateStor
         yield None
         return
     try:
-        store = SqlStateStore(config.state_url)
+        store = open_state_store(config)
     except StateError as exc:
         raise SourceError(str(exc)) from exc
     try:
@@ -228,13 +228,12 @@ def _open_store(config: DocscraperConfig, *, create: bool) -> Iterator[StateStor
         store.close()
 
 
-def _open_index(config: DocscraperConfig) -> ChromaIndex | None:
+def _open_index(config: DocscraperConfig) -> VectorIndex | None:
     """The vector index when there is one to touch (a server, or an existing directory), else None."""
     if config.chroma_url is None and not config.chroma_path.exists():
         return None
     try:
-        return ChromaIndex(path=config.chroma_path, url=config.chroma_url, collection=config.chroma_collection,
-                           telemetry=config.chroma_telemetry)
+        return open_vector_index(config)
     except IndexError_ as exc:
         raise SourceError(str(exc)) from exc
 

@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from docscraper.config import DocscraperConfig
 from docscraper.crawl.progress import format_duration
-from docscraper.storage.state import RunState, SqlStateStore, schema_revision, utcnow
+from docscraper.storage.backends import open_state_store
+from docscraper.storage.state import RunState, schema_revision, utcnow
 
 __all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "stale_after"]
 
@@ -157,7 +158,7 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
         if name is not None:
             raise LookupError(f"unknown source {name!r}: nothing has been crawled yet (no state database)")
         return []
-    store = SqlStateStore(config.state_url)
+    store = open_state_store(config)
     try:
         source_id = None
         if name is not None:

@@ -21,10 +21,11 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from docscraper.config import DocscraperConfig
-from docscraper.storage.embedding import Embedder, SentenceTransformerEmbedder
+from docscraper.storage.backends import load_embedder, open_state_store, open_vector_index
+from docscraper.storage.embedding import Embedder
 from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint
-from docscraper.storage.state import SqlStateStore, StateStore, schema_revision
-from docscraper.storage.vectors import ChromaIndex, SearchHit, VectorIndex
+from docscraper.storage.state import StateStore, schema_revision
+from docscraper.storage.vectors import SearchHit, VectorIndex
 
 __all__ = ["SearchResult", "Searcher", "search"]
 
@@ -65,11 +66,8 @@ class Searcher:
         self._own_store: StateStore | None = None
         self._lexical: LexicalIndex | None = None
         self._lexical_stamp: object | None = None
-        self.index = index or ChromaIndex(path=config.chroma_path, url=config.chroma_url,
-                                          collection=config.chroma_collection, telemetry=config.chroma_telemetry)
-        self.embedder = embedder or SentenceTransformerEmbedder(
-            config.embedding_model, device=config.embedding_device, batch_size=config.embedding_batch_size
-        )
+        self.index = index or open_vector_index(config)
+        self.embedder = embedder or load_embedder(config)
 
     def search(self, question: str, *, k: int = 5, source: str | None = None,
                per_page: int | None = 1, with_images: bool = False) -> list[SearchResult]:
@@ -140,7 +138,7 @@ class Searcher:
             # Never create (or migrate) a database a first crawl is still creating: no schema, no images.
             if schema_revision(self.config.state_url) is None:
                 return None
-            self._own_store = SqlStateStore(self.config.state_url)
+            self._own_store = open_state_store(self.config)
         return self._store or self._own_store
 
     def _with_images(self, results: list[SearchResult]) -> list[SearchResult]:

@@ -69,6 +69,9 @@ class SearchHit:
 
 
 class VectorIndex(Protocol):
+    #: where the index lives (a server URL or a directory), for messages
+    location: str
+
     def page_chunks(self, source: str, page_id: str) -> dict[str, str]:
         """The page's stored chunks: id -> chunk_hash."""
         ...
