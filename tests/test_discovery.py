@@ -11,6 +11,7 @@ import pytest
 from docscraper.content.discovery import (
     DiscoveredLink,
     LlmsFullSplit,
+    SitemapWalk,
     html_counterparts,
     is_markdown_url,
     llms_candidates,
@@ -812,3 +813,50 @@ def test_sitemap_and_robots_parsers_never_raise_on_arbitrary_input() -> None:
         assert len(doc.entries) <= 5
         assert (doc.kind == "invalid") <= (doc.problem is not None)
         sitemaps_from_robots(body.decode("utf-8", errors="replace"), "https://h.example/robots.txt")
+
+
+# -- the sitemap walk the spider and the sources probe share ----------------------------------------------
+
+
+def _urlset(*urls: str) -> bytes:
+    body = "".join(f"<url><loc>{u}</loc></url>" for u in urls)
+    return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</urlset>'.encode()
+
+
+def _index(*urls: str) -> bytes:
+    body = "".join(f"<sitemap><loc>{u}</loc></sitemap>" for u in urls)
+    return f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{body}</sitemapindex>'.encode()
+
+
+def test_sitemap_walk_reads_robots_lines_then_the_fallbacks_and_follows_indexes_to_their_depth() -> None:
+    site = "https://h.example"
+    files = {
+        f"{site}/robots-map.xml": _index(f"{site}/a.xml", "https://other.example/b.xml", f"{site}/nested.xml"),
+        f"{site}/a.xml": _urlset(f"{site}/docs/one.html", f"{site}/docs/two.html"),
+        f"{site}/nested.xml": _index(f"{site}/deeper.xml"),
+        f"{site}/docs/sitemap.xml": _urlset(f"{site}/docs/three.html"),
+    }
+    walk = SitemapWalk(f"{site}/docs/", f"{site}/docs/", f"Sitemap: {site}/robots-map.xml\n", max_depth=1)
+    fetched = []
+    for url in walk:
+        fetched.append(url)
+        if url in files:  # the root sitemap.xml answers 404: not added
+            walk.add(url, parse_sitemap(files[url], url))
+    assert walk.from_robots
+    assert fetched == [f"{site}/robots-map.xml", f"{site}/docs/sitemap.xml", f"{site}/sitemap.xml",
+                       f"{site}/a.xml", f"{site}/nested.xml"]
+    assert walk.pages == [f"{site}/docs/three.html", f"{site}/docs/one.html", f"{site}/docs/two.html"]
+    assert [f["url"] for f in walk.files] == [f"{site}/robots-map.xml", f"{site}/docs/sitemap.xml",
+                                              f"{site}/a.xml", f"{site}/nested.xml"]
+    assert walk.problems == ["https://other.example/b.xml: sitemap on another host ignored",
+                             f"{site}/nested.xml: nested deeper than 1; children ignored"]
+
+
+def test_sitemap_walk_stops_at_its_file_limit_and_a_local_folder_has_no_site_root() -> None:
+    walk = SitemapWalk("file:///srv/docs/", "file:///srv/docs/", "", site_root=False, max_files=1)
+    urls = []
+    for url in walk:
+        urls.append(url)
+        walk.add(url, parse_sitemap(_index("file:///srv/docs/part.xml"), url))
+    assert urls == ["file:///srv/docs/sitemap.xml"]
+    assert walk.problems == ["more than 1 sitemap files; the rest ignored"]

@@ -51,7 +51,7 @@ from docscraper.content.markdown import fence_marker, fenced_lines
 from docscraper.urls import scope_prefix, strip_fragment
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Iterator, Mapping
 
 __all__ = [
     "DEFAULT_SITEMAP_MAX_BYTES",
@@ -61,8 +61,10 @@ __all__ = [
     "LlmsFullSplit",
     "SitemapDoc",
     "SitemapEntry",
+    "SitemapWalk",
     "html_counterparts",
     "is_markdown_url",
+    "is_plain_text_file",
     "llms_candidates",
     "markdown_twin_of",
     "parse_llms_txt",
@@ -725,3 +727,67 @@ def html_counterparts(md_url: str) -> list[str]:
     if lowered.endswith((".html", ".htm")):
         return [with_path(path)]
     return [with_path(path), with_path(path + ".html")]
+
+
+def is_plain_text_file(content_type: str, body: bytes) -> bool:
+    """Whether an answer for llms.txt (or llms-full.txt) is a text file, not an HTML page that a site serves
+    for any path."""
+    head = body[:256].lstrip().lower()
+    return "html" not in content_type.lower() and not head.startswith((b"<!doctype", b"<html"))
+
+
+class SitemapWalk:
+    """A site's sitemaps, breadth first, as a crawl and the ``sources add`` probe both read them.
+
+    Starts from robots.txt's ``Sitemap:`` lines, then ``sitemap.xml`` at the scope's folder and (*site_root*)
+    at the host's root; follows sitemap indexes to *max_depth* levels and reads at most *max_files* files,
+    on the seed's host only. Fetching is the caller's: iterate for the next URL to fetch, and hand each parsed
+    document back with :meth:`add` (a URL that could not be fetched is simply not added). What was read is in
+    :attr:`files` (``{url, kind, entries}``), the page URLs in :attr:`pages`, and what was left out and why in
+    :attr:`problems`."""
+
+    def __init__(self, seed: str, prefix: str, robots_text: str, *, site_root: bool = True, max_files: int = 500,
+                 max_depth: int = 3) -> None:
+        self.queue: list[tuple[str, int]] = [(u, 0) for u in sitemaps_from_robots(robots_text, seed)]
+        self.from_robots = bool(self.queue)
+        roots = (urljoin(seed, "/sitemap.xml"),) if site_root else ()
+        for fallback in (urljoin(prefix, "sitemap.xml"), *roots):
+            if fallback not in (u for u, _ in self.queue):
+                self.queue.append((fallback, 0))
+        self.host = urlsplit(seed).netloc
+        self.max_files = max_files
+        self.max_depth = max_depth
+        self.files: list[dict[str, object]] = []
+        self.pages: list[str] = []
+        self.problems: list[str] = []
+        self._seen: set[str] = set()
+        self._levels: dict[str, int] = {}
+
+    def __iter__(self) -> Iterator[str]:
+        while self.queue:
+            url, level = self.queue.pop(0)
+            if url in self._seen:
+                continue
+            self._seen.add(url)
+            if len(self.files) >= self.max_files:
+                self.problems.append(f"more than {self.max_files} sitemap files; the rest ignored")
+                return
+            if urlsplit(url).netloc != self.host:
+                self.problems.append(f"{url}: sitemap on another host ignored")
+                continue
+            self._levels[url] = level
+            yield url
+
+    def add(self, url: str, doc: SitemapDoc) -> None:
+        """The parsed sitemap fetched for *url* (one this walk yielded)."""
+        self.files.append({"url": url, "kind": doc.kind, "entries": len(doc.entries)})
+        if doc.problem:
+            self.problems.append(f"{url}: {doc.problem}")
+        if doc.kind == "sitemapindex":
+            level = self._levels.get(url, 0)
+            if level + 1 > self.max_depth:
+                self.problems.append(f"{url}: nested deeper than {self.max_depth}; children ignored")
+                return
+            self.queue.extend((entry.url, level + 1) for entry in doc.entries if entry.url not in self._seen)
+        elif doc.kind == "urlset":
+            self.pages.extend(entry.url for entry in doc.entries)

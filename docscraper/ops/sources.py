@@ -45,7 +45,14 @@ from wcmatch import glob
 
 from docscraper import USER_AGENT
 from docscraper.config import ConfigError, DocscraperConfig, parse_globs, render_mode
-from docscraper.content.discovery import llms_candidates, parse_llms_txt, parse_sitemap, sitemaps_from_robots
+from docscraper.content.discovery import (
+    SitemapWalk,
+    is_plain_text_file,
+    llms_candidates,
+    parse_llms_txt,
+    parse_sitemap,
+    sitemaps_from_robots,
+)
 from docscraper.crawl.scope import Scope
 from docscraper.ops.status import run_state
 from docscraper.storage.backends import open_state_store, open_vector_index
@@ -302,8 +309,7 @@ class _Fetched:
     @property
     def is_text_file(self) -> bool:
         """A plain-text answer, not an HTML page served for any path (as the spider judges it)."""
-        head = self.body[:256].lstrip().lower()
-        return "html" not in self.content_type.lower() and not head.startswith((b"<!doctype", b"<html"))
+        return is_plain_text_file(self.content_type, self.body)
 
 
 class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
@@ -448,41 +454,16 @@ def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
     page_urls: set[str] = set()
     prefix_scope = Scope.for_source(url)
     if http:
-        prefix = prefix_scope.prefix
-        queue = [(u, 0) for u in sitemaps_from_robots(robots_text, url)]
-        for fallback in (urljoin(prefix, "sitemap.xml"), urljoin(url, "/sitemap.xml")):
-            if fallback not in (u for u, _ in queue):
-                queue.append((fallback, 0))
-        seen: set[str] = set()
-        host = urlsplit(url).netloc
-        while queue:
-            sitemap_url, level = queue.pop(0)
-            if sitemap_url in seen:
-                continue
-            seen.add(sitemap_url)
-            if urlsplit(sitemap_url).netloc != host:
-                problems.append(f"sitemap {sitemap_url} is on another host; a crawl ignores it")
-                continue
-            if len(sitemaps) >= _MAX_SITEMAP_FILES:
-                problems.append(f"more than {_MAX_SITEMAP_FILES} sitemap files; the probe read the first ones")
-                break
+        # the sitemaps a crawl would read, read the same way (docscraper.content.discovery.SitemapWalk)
+        walk = SitemapWalk(url, prefix_scope.prefix, robots_text, max_files=_MAX_SITEMAP_FILES,
+                           max_depth=_MAX_SITEMAP_DEPTH)
+        for sitemap_url in walk:
             fetched = prober.fetch(sitemap_url)
-            if not fetched.ok:
-                continue
-            doc = parse_sitemap(fetched.body, fetched.url)
-            if doc.kind == "invalid":
-                problems.append(f"sitemap {sitemap_url}: {doc.problem}")
-                continue
-            sitemaps.append(sitemap_url)
-            if doc.problem:
-                problems.append(f"sitemap {sitemap_url}: {doc.problem}")
-            if doc.kind == "sitemapindex":
-                if level + 1 > _MAX_SITEMAP_DEPTH:
-                    problems.append(f"sitemap {sitemap_url}: nested deeper than {_MAX_SITEMAP_DEPTH}")
-                    continue
-                queue.extend((entry.url, level + 1) for entry in doc.entries if entry.url not in seen)
-            else:
-                page_urls.update(entry.url for entry in doc.entries)
+            if fetched.ok:
+                walk.add(sitemap_url, parse_sitemap(fetched.body, fetched.url))
+        sitemaps = [str(f["url"]) for f in walk.files if f["kind"] != "invalid"]
+        page_urls = set(walk.pages)
+        problems.extend(f"sitemap {problem}" for problem in walk.problems)
     return ProbeResult(
         url=url,
         status=seed.status,

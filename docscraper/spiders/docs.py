@@ -52,12 +52,13 @@ if TYPE_CHECKING:
 
 from docscraper.config import ConfigError, CrawlArgs
 from docscraper.content.discovery import (
+    SitemapWalk,
     is_markdown_url,
+    is_plain_text_file,
     llms_candidates,
     markdown_twin_of,
     parse_llms_txt,
     parse_sitemap,
-    sitemaps_from_robots,
     split_llms_full,
 )
 from docscraper.content.encoding import body_encoding, decode_body
@@ -175,12 +176,6 @@ class DocsSpider(scrapy.Spider):
         response = await self._fetch(urljoin(url, "/robots.txt"), "robots.txt")
         return response.text if isinstance(response, TextResponse) else ""
 
-    @staticmethod
-    def _is_text_file(response: Response) -> bool:
-        ctype = _header(response, b"Content-Type").lower()
-        head = response.body[:256].lstrip().lower()
-        return "html" not in ctype and not head.startswith((b"<!doctype", b"<html"))
-
     def _request(self, url: str, finder: str, depth: int, **flags: Any) -> Request | None:
         """A page request for the scope middleware to judge (None for a URL no request can be made of)."""
         meta = {"docscraper_finder": finder, "docscraper_depth": depth}
@@ -267,7 +262,8 @@ class DocsSpider(scrapy.Spider):
             if kind in found:
                 continue
             response = await self._fetch(url, kind)
-            if response is not None and isinstance(response, TextResponse) and self._is_text_file(response):
+            if (response is not None and isinstance(response, TextResponse)
+                    and is_plain_text_file(_header(response, b"Content-Type"), response.body)):
                 found[kind] = (response.url, response.text)
         links: list[str] = []
         titles: dict[str, str] = {}
@@ -312,48 +308,23 @@ class DocsSpider(scrapy.Spider):
     async def _discover_sitemaps(self, robots_text: str) -> list[str]:
         target = self.run_target()
         cfg = self.run_resources().config
-        seed = target.seed_url
-        queue: list[tuple[str, int]] = [(u, 0) for u in sitemaps_from_robots(robots_text, seed)]
-        from_robots = bool(queue)
         # the filesystem's root is not a local folder's site root
-        roots = () if target.is_local else (urljoin(seed, "/sitemap.xml"),)
-        for fallback in (urljoin(target.scope.prefix, "sitemap.xml"), *roots):
-            if fallback not in (u for u, _ in queue):
-                queue.append((fallback, 0))
-        seen: set[str] = set()
-        pages: list[str] = []
-        info: dict[str, Any] = {"fromRobots": from_robots, "files": [], "urls": 0, "problems": []}
+        walk = SitemapWalk(target.seed_url, target.scope.prefix, robots_text, site_root=not target.is_local,
+                           max_files=cfg.sitemap_max_files, max_depth=cfg.sitemap_max_depth)
+        info: dict[str, Any] = {"fromRobots": walk.from_robots, "files": walk.files, "urls": 0,
+                                "problems": walk.problems}
         self.run_resources().ledger.discovery["sitemap"] = info
-        host = urlsplit(seed).netloc
-        while queue:
-            url, level = queue.pop(0)
-            if url in seen:
-                continue
-            seen.add(url)
-            if len(info["files"]) >= cfg.sitemap_max_files:
-                info["problems"].append(f"more than {cfg.sitemap_max_files} sitemap files; the rest ignored")
-                break
-            if urlsplit(url).netloc != host:
-                info["problems"].append(f"{url}: sitemap on another host ignored")
-                continue
+        for url in walk:
             response = await self._fetch(url, "sitemap")
             if response is None:
                 continue
             doc = parse_sitemap(response.body, response.url, max_urls=cfg.sitemap_max_urls,
                                 max_bytes=cfg.sitemap_max_bytes)
-            info["files"].append({"url": url, "kind": doc.kind, "entries": len(doc.entries)})
+            walk.add(url, doc)
             if doc.problem:
-                info["problems"].append(f"{url}: {doc.problem}")
                 logger.warning("Sitemap %s: %s", url, doc.problem)
-            if doc.kind == "sitemapindex":
-                if level + 1 > cfg.sitemap_max_depth:
-                    info["problems"].append(f"{url}: nested deeper than {cfg.sitemap_max_depth}; children ignored")
-                    continue
-                queue.extend((entry.url, level + 1) for entry in doc.entries if entry.url not in seen)
-            elif doc.kind == "urlset":
-                pages.extend(entry.url for entry in doc.entries)
-        info["urls"] = len(pages)
-        return pages
+        info["urls"] = len(walk.pages)
+        return walk.pages
 
     # responses -------------------------------------------------------------------------------------
 
