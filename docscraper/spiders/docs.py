@@ -481,11 +481,6 @@ class DocsSpider(scrapy.Spider):
         hash_routes = len({u for u in kept if _HASH_ROUTE_RE.match(urlsplit(u).fragment)})
         return list(dict.fromkeys(strip_fragment(u) for u in kept)), hash_routes
 
-    @property
-    def _scheme_refusal(self) -> str:
-        """The reason a URL of a scheme that is never fetched (``file:`` off a local source) is refused."""
-        return SSRF_REASON if self.run_resources().config.ssrf_guard_enabled else "outOfScope"
-
     def on_error(self, failure: Failure) -> list[Any]:
         resources = self.run_resources()
         outcomes = resources.outcomes
@@ -505,7 +500,7 @@ class DocsSpider(scrapy.Spider):
                 # (file:///etc/passwd...): a refusal of the page, which a hostile site must not turn into
                 # a failed page and a partial run. The SSRF guard names such requests blockedAddress.
                 origin = (request.meta.get("redirect_urls") or [url])[0]
-                reason = SSRF_REASON if self._scheme_refusal == SSRF_REASON else "redirectOutOfScope"
+                reason = SSRF_REASON if resources.config.ssrf_guard_enabled else "redirectOutOfScope"
                 outcomes.refuse(origin, Refusal(reason, f"redirects to {location}: scheme {scheme or '(none)'} "
                                                         "is not http(s)"), finder=request.meta.get("docscraper_finder"))
                 return []
