@@ -91,60 +91,6 @@ _NAV_TOKEN_RE = re.compile(
     r"footer|mobile)[-_]?(?:nav|navbar|navigation|menu|sidebar|toc)$"
 )
 
-#: Class tokens of chrome in the generators we know (lower-cased; CSS-module hashes such as
-#: Docusaurus's ``_fXgn`` suffix are stripped before the lookup), removed unless the element holds the
-#: page's main content. As ids they count only on containers that open no section of their own.
-_CHROME_TOKENS = frozenset(
-    {
-        # Sphinx: basic/alabaster, Read the Docs, Furo, PyData, Book
-        "sphinxsidebar", "sphinxsidebarwrapper", "related", "headerlink", "viewcode-link",
-        "viewcode-back", "rst-footer-buttons", "rst-versions", "wy-nav-side", "wy-nav-top",
-        "wy-breadcrumbs", "wy-breadcrumbs-aside", "sidebar-drawer", "toc-drawer", "sidebar-tree",
-        "related-pages", "bd-sidebar", "bd-sidebar-primary", "bd-sidebar-secondary", "bd-header",
-        "bd-footer", "bd-footer-article", "bd-footer-content", "bd-toc", "bd-header-article",
-        "header-article", "prev-next-area", "prev-next-footer", "searchbox", "search-button",
-        "mobile-nav", "copybtn", "copybutton", "headerbtn", "version-switcher",
-        "language_switcher_placeholder", "version_switcher_placeholder", "edit-this-page",
-        # MkDocs, Material for MkDocs
-        "md-sidebar", "md-header", "md-footer", "md-tabs", "md-search", "md-source", "md-top",
-        "md-dialog", "md-banner", "md-announce", "md-content__button", "md-clipboard",
-        "md-source-file", "md-feedback", "md-nav", "md-skip", "md-header__button",
-        # Docusaurus (class names with their CSS-module hash removed, lower-cased)
-        "theme-doc-sidebar-container", "theme-doc-toc-desktop", "theme-doc-toc-mobile",
-        "theme-doc-breadcrumbs", "theme-doc-footer", "theme-doc-footer-edit-meta-row",
-        "theme-edit-this-page", "theme-last-updated", "theme-doc-version-banner",
-        "theme-doc-version-badge", "theme-announcement-bar", "pagination-nav", "table-of-contents",
-        "skiptocontent", "toccollapsible", "tableofcontents", "breadcrumbscontainer",
-        "docsidebarcontainer", "announcementbar", "navbar", "navbar-sidebar", "hash-link",
-        "codeblocktitle-copy", "buttongroup",
-        # rustdoc, Javadoc, Doxygen, DocBook, Texinfo, GitBook, VitePress, Starlight, Docsy
-        "out-of-band", "srclink", "hideme", "sub-heading-nav", "top-nav", "sub-nav", "bottom-nav",
-        "navbar-top", "navbar-bottom", "legal-copy", "skip-nav", "navpath", "nav-path", "side-nav",
-        "msearchbox", "msearchselectwindow", "msearchresultswindow", "navrow1", "navrow2",
-        "navheader", "navfooter", "nav-panel", "book-summary", "book-header", "page-footer",
-        "vp-doc-footer", "edit-info", "edit-link", "prev-next", "pager", "pagination",
-        "right-sidebar", "left-sidebar", "sl-sidebar", "td-sidebar", "td-sidebar-toc",
-        "td-page-meta", "td-navbar", "td-footer",
-        # generic
-        "breadcrumb", "breadcrumbs", "sidebar-nav", "sidenav", "site-nav", "site-header",
-        "site-footer", "page-nav", "toc", "nav", "navigation", "navigation-bar", "skip-link",
-        "skip-links", "skiplink", "skip-to-content", "sr-only", "visually-hidden", "visuallyhidden",
-        "screen-reader-text", "editthispage", "edit-page", "edit-on-github", "header-anchor",
-        "anchorjs-link", "copy-button", "copy-btn", "clipboard-button", "back-to-top", "backtotop",
-        "announcement", "announcement-banner", "footer", "header", "topbar", "menubar", "top",
-    }
-)  # fmt: skip
-
-#: Generic tokens that are also used for content (a docutils ``.. sidebar::``, a search results
-#: page): removed only when the element is mostly links (or empty).
-_SOFT_CHROME_TOKENS = frozenset({"sidebar", "search", "banner", "feedback", "menu", "aside", "switcher", "toolbar"})
-
-#: Compound navigation names: ``topnav``, ``side-nav``, ``main_menu``, ``docs-sidebar``, ...
-_NAV_TOKEN_RE = re.compile(
-    r"^(?:top|side|main|site|global|primary|secondary|sub|bottom|page|doc|docs|left|right|header|"
-    r"footer|mobile)[-_]?(?:nav|navbar|navigation|menu|sidebar|toc)$"
-)
-
 #: Substrings of class or id tokens that mark consent banners.
 _CHROME_SUBSTRINGS = ("cookie", "consent", "gdpr", "onetrust")
 
