@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from lxml.etree import ElementBase
 
-from docscraper.content.markdown import closes_fence, fence_open
+from docscraper.content.markdown import fenced_lines
 
 __all__ = ["MAX_IMAGES", "ImageRef", "html_images", "image_alt", "image_source", "markdown_images"]
 
@@ -214,15 +214,10 @@ _ESCAPE_RE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
 def _prose(markdown: str) -> Iterable[str]:
     """The paragraphs of ``markdown`` outside fenced code blocks."""
-    fence: str | None = None
     paragraph: list[str] = []
-    for line in markdown.split("\n"):
-        if fence is not None:
-            if closes_fence(line, fence):
-                fence = None
-            continue
-        fence = fence_open(line)
-        if fence is not None or not line.strip():
+    lines = markdown.split("\n")
+    for line, fenced in zip(lines, fenced_lines(lines), strict=True):
+        if fenced or not line.strip():
             if paragraph:
                 yield "\n".join(paragraph)
             paragraph = []

@@ -11,7 +11,7 @@ from docscraper.content.extraction.normalize import normalize_markdown
 from docscraper.content.extraction.parsing import sanitize_text
 from docscraper.content.extraction.result import EMPTY, Extracted
 from docscraper.content.images import markdown_images
-from docscraper.content.markdown import closes_fence, fence_open
+from docscraper.content.markdown import fenced_lines
 
 __all__ = ["extract_markdown"]
 
@@ -63,14 +63,9 @@ def _unquote(value: str) -> str:
 
 
 def _first_atx_h1(markdown: str) -> str:
-    fence: str | None = None
-    for line in markdown.split("\n"):
-        if fence is not None:
-            if closes_fence(line, fence):
-                fence = None
-            continue
-        fence = fence_open(line)
-        if fence is not None:
+    lines = markdown.split("\n")
+    for line, fenced in zip(lines, fenced_lines(lines), strict=True):
+        if fenced:
             continue
         match = _ATX_H1_RE.match(line)
         if match:
