@@ -49,6 +49,7 @@ from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Request
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from scrapy.utils.request import request_from_dict
 from scrapy_redis.scheduler import Scheduler as _RedisScheduler
 from twisted.internet.task import LoopingCall
 from twisted.internet.threads import deferToThread
@@ -520,7 +521,8 @@ class DistributedScheduler(_RedisScheduler):
         if popped is None:
             return None
         token, data = popped
-        request: Request = self.queue._decode_request(data)
+        # the queue's serializer is the one scrapy-redis pushed the request with
+        request = request_from_dict(self.queue.serializer.loads(data), spider=self.spider)
         request.meta["docscraper_inflight"] = token
         self.shared.inflight[token] = request
         if self.stats:

@@ -43,7 +43,8 @@ class Watchdog:
     ledger. A stalled run is an ``aborted`` run: what it stored stays, and it removes nothing (DESIGN
     rule 3). Requests already in flight still finish (or time out) before the spider closes.
 
-    Stats: ``docscraper/watchdog/stalled`` (1 when the watchdog closed the crawl).
+    Stats: ``docscraper/watchdog/stalled`` (1 when the watchdog found the crawl stalled and asked it to
+    close; a close already under way then keeps its own reason).
     """
 
     def __init__(self, crawler: Crawler) -> None:
@@ -103,9 +104,9 @@ class Watchdog:
         if self.fired or idle < self.timeout:
             return
         engine = self.crawler.engine
-        # A spider already closing (its last pages going through slow pipelines) is not stalled.
-        if engine is None or engine.spider is None or getattr(getattr(engine, "_slot", None), "closing", None):
+        if engine is None or engine.spider is None:
             return
+        # A close already under way keeps its own reason: close_spider_async then only waits for it.
         self.fired = True
         queued, in_flight = queued_requests(self.crawler)
         logger.error(
