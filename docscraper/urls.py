@@ -12,6 +12,7 @@ Percent-encoding is made canonical by w3lib's ``canonicalize_url``.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import logging
 import posixpath
@@ -56,10 +57,12 @@ def strip_fragment(url: str) -> str:
     return url.split("#", 1)[0]
 
 
+@functools.lru_cache(maxsize=32_768)
 def normalize_url(url: str) -> str:
     """Return the canonical form of *url* used as the identity of a page.
 
-    Raises ``ValueError`` for a URL that cannot be parsed (for example a bad port).
+    Raises ``ValueError`` for a URL that cannot be parsed (for example a bad port). Cached: a page's
+    navigation links repeat on every page, and each link is judged, keyed and fingerprinted.
     """
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
@@ -81,6 +84,7 @@ def normalize_url(url: str) -> str:
     return urlunsplit((cparts.scheme, cparts.netloc, path, cparts.query, ""))
 
 
+@functools.lru_cache(maxsize=32_768)
 def page_id(url: str) -> str:
     """Stable page id: ``url_`` + 16 lowercase base32 characters of SHA-256 of the normalized URL."""
     digest = hashlib.sha256(normalize_url(url).encode("utf-8")).digest()
