@@ -57,6 +57,20 @@ def _positive_int(name: str, value: Any, *, allow_zero: bool = False) -> int:
     return number
 
 
+def default_parse_workers(cpus: int | None = None) -> int:
+    """``DOCSCRAPER_PARSE_WORKERS=auto``: one process per core but the reactor's, at least one, at most
+    four (past four, fetching and the pipelines on the reactor thread are the limit, not parsing)."""
+    cpus = cpus or os.cpu_count() or 1
+    return max(1, min(4, cpus - 1))
+
+
+def _parse_workers(value: Any) -> int:
+    text = str(value if value is not None else "auto").strip().lower()
+    if text in ("", "auto"):
+        return default_parse_workers()
+    return _positive_int("DOCSCRAPER_PARSE_WORKERS", text, allow_zero=True)
+
+
 def _number_between(name: str, value: Any, low: float, high: float) -> float:
     try:
         number = float(value)
@@ -219,6 +233,10 @@ class DocscraperConfig:
     ``off``), ``DOCSCRAPER_WATCHDOG_SECONDS`` (900: a crawl without a response, an item or a finished page
     for that long closes with reason ``stalled``; 0 turns the watchdog off).
 
+    Parsing (:mod:`docscraper.crawl.workers`): ``DOCSCRAPER_PARSE_WORKERS`` (``auto``: one process per
+    core but one, at least 1 and at most 4, that decode, extract and find the links of fetched pages while
+    the reactor goes on fetching; ``0`` parses on the reactor thread).
+
     The Markdown mirror (:mod:`docscraper.storage.mirror`): ``DOCSCRAPER_SAVE_DIR`` (unset: no mirror; the
     spider argument ``-a save_dir=DIR`` wins over it).
 
@@ -295,6 +313,7 @@ class DocscraperConfig:
     ssrf_guard_enabled: bool = True
     ssrf_allowed_hosts: tuple[str, ...] = ()
     change_detection_enabled: bool = True
+    parse_workers: int = 1
 
     @property
     def runs_dir(self) -> Path:
@@ -374,6 +393,7 @@ class DocscraperConfig:
                 "DOCSCRAPER_PROGRESS_INTERVAL", settings.get("DOCSCRAPER_PROGRESS_INTERVAL", 5.0)
             ),
             progress_line=_progress_line(settings.get("DOCSCRAPER_PROGRESS_LINE", "auto")),
+            parse_workers=_parse_workers(settings.get("DOCSCRAPER_PARSE_WORKERS", "auto")),
             watchdog_seconds=_seconds(
                 "DOCSCRAPER_WATCHDOG_SECONDS", settings.get("DOCSCRAPER_WATCHDOG_SECONDS", 900.0)
             ),

@@ -13,7 +13,8 @@ opened once every handler has returned.
 Other components take it once, in their own ``from_crawler``, with :meth:`CrawlResources.of`, and keep
 the parts they need. Blocking calls (SQL, Chroma, the model, files) go through :meth:`CrawlResources.call`,
 one single-thread pool per resource, so the reactor thread never waits and each resource has one user at a
-time. A resource that cannot open closes the crawl at once with a clear reason (``state_unavailable``,
+time; parsing fetched pages, which is CPU work, goes to :attr:`CrawlResources.parsers`, worker processes
+(:mod:`docscraper.crawl.workers`). A resource that cannot open closes the crawl at once with a clear reason (``state_unavailable``,
 ``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``open_failed``).
 """
 
@@ -39,6 +40,7 @@ from docscraper.crawl.outcomes import RunOutcomes
 from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
+from docscraper.crawl.workers import WorkerProcesses
 from docscraper.storage.backends import load_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
@@ -95,6 +97,8 @@ class CrawlResources:
         self.index: VectorIndex | None = None
         # the Markdown mirror (-a save_dir, DOCSCRAPER_SAVE_DIR), or None
         self.mirror: Mirror | None = None
+        # processes that parse fetched pages off the reactor (DOCSCRAPER_PARSE_WORKERS), started on first use
+        self.parsers = WorkerProcesses(config.parse_workers, name="parse")
         self.opened = False
         self.open_error: str | None = None
         self._pools: dict[str, ThreadPool] = {}
@@ -270,6 +274,10 @@ class CrawlResources:
         )
 
     async def spider_closed(self, spider: Any, reason: str) -> None:
+        if self.crawler.stats is not None:
+            for name, value in (("in_workers", self.parsers.in_workers), ("in_reactor", self.parsers.here),
+                                ("worker_restarts", self.parsers.restarts)):
+                self.crawler.stats.set_value(f"docscraper/parse/{name}", value)
         try:
             await self.crawler.signals.send_catch_log_async(run_closing, resources=self, reason=reason)
         finally:
@@ -279,4 +287,5 @@ class CrawlResources:
                 self.index.close()
             if self._embedder is not None:
                 self._embedder.close()
+            self.parsers.close()
             self._stop_pools()

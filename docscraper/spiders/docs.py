@@ -25,7 +25,6 @@ routes are not crawled, rendered or not.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,7 +41,6 @@ from scrapy.exceptions import (
     ResponseDataLossError,
 )
 from scrapy.http import Request, Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 from twisted.python.failure import Failure
@@ -61,17 +59,19 @@ from docscraper.content.discovery import (
     parse_sitemap,
     split_llms_full,
 )
-from docscraper.content.encoding import body_encoding, decode_body
-from docscraper.content.extraction import Extracted, extract_html, extract_markdown
+from docscraper.content.encoding import BodyEncoding
+from docscraper.content.extraction import Extracted, extract_markdown
 from docscraper.crawl.rendering import render_failure_reason
 from docscraper.crawl.resources import CrawlResources
 from docscraper.crawl.robots import RobotsTxtMiddleware
 from docscraper.crawl.scope import Refusal
 from docscraper.crawl.scope_middleware import ScopeMiddleware
 from docscraper.crawl.ssrf import REASON as SSRF_REASON
+from docscraper.crawl.workers import WorkerCrashed
 from docscraper.items import PageItem, PageMetadata
+from docscraper.spiders.page_parser import FetchedPage, ParsedPage, parse_fetched, response_kind
 from docscraper.storage.state import iso_utc, utcnow
-from docscraper.urls import is_http_url, page_id, strip_fragment
+from docscraper.urls import page_id, strip_fragment
 
 __all__ = ["DocsSpider"]
 
@@ -79,8 +79,6 @@ logger = logging.getLogger(__name__)
 
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain")
 _ERROR_STATUSES = list(range(400, 600))
-#: A fragment that is a client-side route (``#/guide``, ``#!/guide``), not an anchor in the page.
-_HASH_ROUTE_RE = re.compile(r"!?/.")
 
 
 @dataclass
@@ -119,7 +117,6 @@ class DocsSpider(scrapy.Spider):
 
     name = "docs"
 
-    link_extractor: LinkExtractor
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Spider.__init__ would copy every argument onto the spider; arguments are parsed instead.
@@ -128,7 +125,6 @@ class DocsSpider(scrapy.Spider):
             self.args = CrawlArgs.parse(kwargs)
         except ConfigError as exc:
             raise ConfigError(f"docs spider: {exc}") from None
-        self.link_extractor = LinkExtractor(deny_extensions=[], unique=True, strip=True)
         self._resources: CrawlResources | None = None
 
     # Methods, not properties: Scrapy's feed exports read every attribute of the spider for URI parameters.
@@ -406,20 +402,22 @@ class DocsSpider(scrapy.Spider):
             return
         if ctype == "text/plain" and not is_markdown:
             is_markdown = True
+        fetched = FetchedPage(response.url, response.body, _header(response, b"Content-Type"), is_markdown,
+                              response_kind(response))
         try:
-            encoding = self._encoding(response, html=not is_markdown)
-            if isinstance(response, TextResponse) and encoding != response.encoding:
-                response = response.replace(encoding=encoding)  # for the link extractor
-            if is_markdown:
-                extracted = extract_markdown(decode_body(response.body, encoding), response.url)
-            else:
-                extracted = extract_html(response.body, response.url, encoding=encoding)
-        except Exception as exc:  # extraction must never end the run
-            logger.error("Cannot extract %s: %s: %s", response.url, exc.__class__.__name__, exc)
-            outcomes.failed(response.url, "parseError", f"{exc.__class__.__name__}: {exc}", pid=pid,
+            parsed = await self.run_resources().parsers.run(parse_fetched, fetched)
+        except WorkerCrashed as exc:
+            parsed = ParsedPage(None, BodyEncoding("utf-8"), error=str(exc))
+        self._note_encoding(response.url, parsed.encoding)
+        for warning in parsed.warnings:
+            logger.warning("%s", warning)
+        extracted = parsed.extracted
+        if extracted is None:
+            logger.error("Cannot extract %s: %s", response.url, parsed.error)
+            outcomes.failed(response.url, "parseError", parsed.error or "extraction failed", pid=pid,
                             http_status=response.status, fetched_at=fetched_at)
             return
-        links, hash_routes = self._links(response, extracted, is_markdown)
+        links, hash_routes = parsed.links, parsed.hash_routes
         for request in self._follow(links, depth):
             yield request
         item = self._item(
@@ -454,32 +452,13 @@ class DocsSpider(scrapy.Spider):
             return response.replace(url=requested)
         return response
 
-    def _encoding(self, response: Response, *, html: bool) -> str:
-        """The encoding to decode a page with: its declaration, unless the bytes contradict it
-        (:mod:`docscraper.content.encoding`); counted as ``docscraper/encoding/redetected`` when overridden."""
-        decided = body_encoding(response.body, _header(response, b"Content-Type"), html=html)
+    def _note_encoding(self, url: str, decided: BodyEncoding) -> None:
+        """Count (``docscraper/encoding/redetected``) and log a page decoded otherwise than it declared
+        (:mod:`docscraper.content.encoding`)."""
         if decided.redetected:
             self.run_resources().outcomes.count("encoding/redetected")
-            logger.info("%s: decoded as %s, not the %s declared (%s): %s", response.url, decided.encoding,
+            logger.info("%s: decoded as %s, not the %s declared (%s): %s", url, decided.encoding,
                         decided.declared, decided.source, decided.redetected)
-        return decided.encoding
-
-    def _links(self, response: Response, extracted: Extracted, is_markdown: bool) -> tuple[list[str], int]:
-        """Fragment-free http(s) and file links of a page, in order, without repeats; and how many distinct
-        links were client-side hash routes (``#/guide``, ``#!/guide``), which name no page of their own."""
-        if is_markdown:
-            urls = [link.url for link in parse_llms_txt(extracted.markdown, response.url)]
-        elif isinstance(response, TextResponse):
-            try:
-                urls = [link.url for link in self.link_extractor.extract_links(response)]
-            except Exception as exc:
-                logger.warning("Cannot extract links from %s: %s", response.url, exc)
-                urls = []
-        else:
-            urls = []
-        kept = [u for u in urls if is_http_url(u) or u[:5].lower() == "file:"]
-        hash_routes = len({u for u in kept if _HASH_ROUTE_RE.match(urlsplit(u).fragment)})
-        return list(dict.fromkeys(strip_fragment(u) for u in kept)), hash_routes
 
     def on_error(self, failure: Failure) -> list[Any]:
         resources = self.run_resources()

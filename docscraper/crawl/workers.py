@@ -1,0 +1,188 @@
+"""Worker processes for CPU-bound page work (decoding, extraction to Markdown, link extraction).
+
+Parsing a page is pure Python over lxml and html-to-markdown and holds the GIL: threads give no parallelism
+(measured in ``benchmarks/EXTRACTION.md``, section "Off the reactor"), and on the reactor thread every page
+parsed is time in which no request moves. :class:`WorkerProcesses` runs such calls in a
+:class:`concurrent.futures.ProcessPoolExecutor` and hands their results back to the reactor's asyncio loop,
+so downloads, scope decisions and pipeline writes go on while pages are converted.
+
+* The processes are started with ``spawn`` (a fork of a process that runs the reactor and thread pools is
+  not safe) when the first call comes, not at start-up: a crawl that parses nothing starts none. Until
+  they have imported their modules, calls run in the calling thread, so the first pages never wait for a
+  process to start.
+* ``workers=0`` runs every call in the calling thread (``DOCSCRAPER_PARSE_WORKERS=0``).
+* A worker that dies (killed, out of memory, a crash in a C library) breaks the pool: it is started again
+  and the call is tried once more there; a call that breaks the new pool too raises
+  :class:`WorkerCrashed`, which the caller counts as that page's failure.
+* A worker ends when the crawl's process is gone, however it ended (a ``SIGKILL`` included).
+* Log records a call emits in a worker are returned with its result and logged again in the crawl's
+  process under their own logger names (:func:`run_logged`), so nothing a worker says is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Logged", "WorkerCrashed", "WorkerProcesses", "replay", "run_logged"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class WorkerCrashed(RuntimeError):
+    """A worker process died while running the call, twice."""
+
+
+@dataclass(frozen=True)
+class Logged(Generic[T]):
+    """A call's result and the log records (logger name, level, message) it emitted."""
+
+    value: T
+    records: tuple[tuple[str, int, str], ...] = ()
+
+
+class _Collector(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[str, int, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.records.append((record.name, record.levelno, record.getMessage()))
+        except Exception:  # a record whose arguments do not format: keep what can be kept
+            self.records.append((record.name, record.levelno, str(record.msg)))
+
+
+def run_logged(func: Callable[..., T], *args: Any) -> Logged[T]:
+    """Call *func* and collect what it logs under the ``docscraper`` loggers (in a worker process, where
+    nothing else would show it)."""
+    collector = _Collector()
+    root = logging.getLogger("docscraper")
+    level = root.level
+    root.addHandler(collector)
+    root.setLevel(logging.DEBUG)
+    try:
+        value = func(*args)
+    finally:
+        root.removeHandler(collector)
+        root.setLevel(level)
+    return Logged(value, tuple(collector.records))
+
+
+def replay(records: tuple[tuple[str, int, str], ...]) -> None:
+    """Log again, in this process, the records a worker collected."""
+    for name, level, message in records:
+        logging.getLogger(name).log(level, "%s", message)
+
+
+def _ready() -> bool:
+    return True
+
+
+def _exit_with(parent: int) -> None:
+    """In a worker: end the process when the crawl that started it is gone (killed with SIGKILL, it
+    cannot stop its workers, which would otherwise wait for work for ever)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="docscraper-parent-watch", daemon=True).start()
+
+
+class WorkerProcesses:
+    """A lazily started process pool whose results come back on the reactor (see the module docstring)."""
+
+    def __init__(self, workers: int, name: str = "parse") -> None:
+        self.workers = max(0, workers)
+        self.name = name
+        #: how many times the pool was replaced after a worker died
+        self.restarts = 0
+        #: calls run in a worker process / in the calling thread
+        self.in_workers = 0
+        self.here = 0
+        self._executor: ProcessPoolExecutor | None = None
+        self._warming: list[Future[bool]] = []
+        self._closed = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether every worker process has started and answered."""
+        return bool(self._warming) and all(f.done() and not f.exception() for f in self._warming)
+
+    @property
+    def generation(self) -> int:
+        return self.restarts
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                             initializer=_exit_with, initargs=(os.getpid(),))
+        # one trivial call per worker: they start now, in parallel with the crawl, and ``ready`` says when
+        self._warming = [self._executor.submit(_ready) for _ in range(self.workers)]
+        logger.debug("Started %d %s worker process(es)", self.workers, self.name)
+
+    async def run(self, func: Callable[..., T], *args: Any) -> T:
+        """``func(*args)`` in a worker process (*func* and the arguments must pickle), or in this thread
+        while the workers start, when there are none, or after :meth:`close`."""
+        if self.workers == 0 or self._closed:
+            self.here += 1
+            return func(*args)
+        if self._executor is None:
+            self._start()
+        if not self.ready:
+            self.here += 1
+            return func(*args)
+        self.in_workers += 1
+        generation = self.generation
+        try:
+            return await self._submit(func, *args)
+        except BrokenProcessPool:
+            if self._closed:
+                raise
+            self._restart(generation)
+            generation = self.generation
+            try:
+                return await self._submit(func, *args)
+            except BrokenProcessPool as exc:
+                self._restart(generation)
+                raise WorkerCrashed(f"a {self.name} worker process died on this call twice") from exc
+
+    def _restart(self, generation: int) -> None:
+        """Replace the pool that broke under a call; once, however many calls were waiting on it (the
+        calls that were submitted to an older pool find it already replaced)."""
+        if generation != self.generation or self._closed:
+            return
+        logger.warning("A %s worker process died; starting the pool again", self.name)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+        self._start()
+        self.restarts += 1
+
+    async def _submit(self, func: Callable[..., T], *args: Any) -> T:
+        assert self._executor is not None
+        future: Future[Logged[T]] = self._executor.submit(run_logged, func, *args)
+        # the executor settles the future from its own thread; asyncio hands the result to the reactor's
+        # loop (docscraper runs on Scrapy's asyncio reactor, which scrapy-playwright needs too)
+        logged = await asyncio.wrap_future(future)
+        replay(logged.records)
+        return logged.value
+
+    def close(self) -> None:
+        """Stop the processes; calls still queued are cancelled, later calls run in the calling thread."""
+        self._closed = True
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
