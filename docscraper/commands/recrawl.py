@@ -12,11 +12,11 @@ Exit status: 0 the crawl ran (see its report for its result); 2 bad usage or arg
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
 from docscraper.commands.crawl import Command as CrawlCommand
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.ops.cli import fail
 from docscraper.ops.sources import SourceError, get_source_info
 
 if TYPE_CHECKING:
@@ -41,27 +41,23 @@ class Command(CrawlCommand):
         parser.add_argument("--max-pages", metavar="N", help="this run only: at most N pages")
         parser.add_argument("--render", metavar="MODE", help="this run only: js (Chromium) or none")
 
-    def _fail(self, message: str, code: int) -> None:
-        print(f"error: {message}", file=sys.stderr)
-        self.exitcode = code
-
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0].startswith("-"):
-            return self._fail("usage: scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] "
+            return fail(self, "usage: scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] "
                               "[--max-depth N] [--max-pages N]", 2)
         name = args[0]
         if "://" in name:
-            return self._fail(f"recrawl takes a source name; crawl a URL with scrapy crawl docs -a source={name}",
+            return fail(self, f"recrawl takes a source name; crawl a URL with scrapy crawl docs -a source={name}",
                               2)
         if "source" in opts.spargs:
-            return self._fail("the source is NAME; -a source= is not allowed here", 2)
+            return fail(self, "the source is NAME; -a source= is not allowed here", 2)
         assert self.settings is not None
         try:
             get_source_info(DocscraperConfig.from_settings(self.settings), name)
         except ConfigError as exc:
-            return self._fail(f"docs spider: {exc}", 2)
+            return fail(self, f"docs spider: {exc}", 2)
         except SourceError as exc:
-            return self._fail(str(exc), exc.exit_code)
+            return fail(self, str(exc), exc.exit_code)
         spargs = dict(opts.spargs, source=name)
         if opts.full:
             spargs["full"] = "1"

@@ -16,7 +16,14 @@ from docscraper.config import DocscraperConfig
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["ToolCommand"]
+__all__ = ["ToolCommand", "fail"]
+
+
+def fail(command: ScrapyCommand, message: str, code: int) -> None:
+    """One ``error:`` line on stderr, and the command's exit status (every docscraper command says errors
+    this way)."""
+    print(f"error: {message}", file=sys.stderr)
+    command.exitcode = code
 
 
 class ToolCommand(ScrapyCommand):
@@ -41,8 +48,7 @@ class ToolCommand(ScrapyCommand):
 
     def fail(self, message: str, code: int) -> None:
         """One ``error:`` line on stderr, and the command's exit status."""
-        print(f"error: {message}", file=sys.stderr)
-        self.exitcode = code
+        fail(self, message, code)
 
     @staticmethod
     def print_json(data: Any) -> None:
