@@ -125,6 +125,8 @@ class RedisLedger(RunLedger):
         self.ttl = ttl
         self.grace = grace
         self.leader = False
+        # this worker's engine has taken every start output (its discovery, when it leads; nothing else)
+        self.start_consumed = False
         # Scrapy's stats of every worker that closed, merged at close (None: this worker's own)
         self._scrapy_stats: dict[str, Any] | None = None
         # in-flight token -> request object, for the requests this worker popped
@@ -220,6 +222,7 @@ class RedisLedger(RunLedger):
         return self.leader
 
     def discovery_finished(self) -> None:
+        self.start_consumed = True
         if self.leader:
             self.server.set(self.k("discovery_done"), self.worker)
 
@@ -569,7 +572,7 @@ class DistributedCoordinator:
         # a worker still opening the run (or failing to) must not let the others finish without it
         resources = CrawlResources.find(self.crawler)
         busy = resources is None or not resources.opened or len(done) < len(shared.inflight) or \
-            getattr(engine, "_start", None) is not None or \
+            not shared.start_consumed or \
             bool(engine.downloader.active) or not engine.scraper.slot.is_idle()  # type: ignore[union-attr]
         shared.beat(busy=busy)
         for token in done:

@@ -88,16 +88,15 @@ def queued_requests(crawler: Crawler) -> tuple[int, int]:
 
 
 def stopping(crawler: Crawler) -> bool:
-    """Whether the crawl is closing (SIGTERM or Ctrl-C, a close-spider limit, the watchdog): it takes no new
-    page, but pages in flight and in the pipelines still finish, which can take minutes."""
+    """Whether the crawl is stopping (SIGTERM or Ctrl-C): it takes no new page, but pages in flight and in
+    the pipelines still finish, which can take minutes. (A close the spider asked for itself, a close-spider
+    limit or the watchdog, is not seen here: Scrapy says it through no public attribute.)"""
     if getattr(crawler, "crawling", True) is False:
         return True
     engine = crawler.engine
     if engine is None:
         return False
-    if getattr(engine, "running", True) is False:
-        return True
-    return getattr(getattr(engine, "_slot", None), "closing", None) is not None
+    return getattr(engine, "running", True) is False
 
 
 def _outcomes(ledger: RunLedger, status: str) -> dict[str, Any]:
