@@ -1,13 +1,21 @@
 """Shared fixtures: the fixture documentation site on loopback, and whole crawls in a subprocess.
 
 Crawls run ``python -m scrapy crawl docs`` from the project root, exactly as a user would, with the
-data directory in ``tmp_path``. Each test gets its own copy of the site, so it may edit or delete pages.
+data directory in ``tmp_path``. Two ways to serve the site:
+
+- ``shared_site``: one copy served once per session (once per pytest-xdist worker), for the tests that
+  never change it. Its request log is emptied before each test, so ``requests`` and ``hits`` count only the
+  test's own requests (the tests of a process run one at a time, and each waits for the crawls it starts).
+  A test that changes the copy fails, and the copy is restored for the next test;
+- ``site``: a copy and a server of the test's own, for the tests that edit or delete pages, change
+  ``_routes.json``, or start crawls that may outlive them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -26,9 +34,37 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[DocsServer]:
+    """The test's own copy of the site, on a server of its own: edit it at will."""
     root = copy_site(tmp_path / "site")
     with DocsServer(root).start() as server:
         yield server
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under *root*, with its size and modification time: what changes if a test writes."""
+    return {p.relative_to(root).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.fixture(scope="session")
+def _shared_site_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocsServer]:
+    root = copy_site(tmp_path_factory.mktemp("shared-site"))
+    with DocsServer(root).start() as server:
+        yield server
+
+
+@pytest.fixture
+def shared_site(_shared_site_server: DocsServer) -> Iterator[DocsServer]:
+    """The site, served once per session, read-only (see the module docstring)."""
+    server = _shared_site_server
+    before = _tree(server.root)
+    server.reset_requests()
+    yield server
+    if _tree(server.root) != before:
+        shutil.rmtree(server.root)
+        copy_site(server.root)
+        pytest.fail("the test changed the shared fixture site (restored now): give it its own copy, the `site` "
+                    "fixture")
 
 
 @dataclass

@@ -40,10 +40,10 @@ def state_chunk_counts(result: CrawlResult) -> dict[str, int]:
         db.close()
 
 
-def test_crawl_search_and_recrawl_through_a_chroma_server(site: DocsServer, crawl: Crawl,
+def test_crawl_search_and_recrawl_through_a_chroma_server(shared_site: DocsServer, crawl: Crawl,
                                                           chroma_server: ChromaServer) -> None:
     settings = {"DOCSCRAPER_CHROMA_URL": chroma_server.url}
-    first = crawl(f"{site.base_url}/docs/", index=True, settings=settings)
+    first = crawl(f"{shared_site.base_url}/docs/", index=True, settings=settings)
     assert not (first.data_dir / "chroma").exists()  # nothing went to the embedded directory
     rows = chunk_rows(chroma_server.url)
     counts = state_chunk_counts(first)
@@ -68,7 +68,7 @@ def test_crawl_search_and_recrawl_through_a_chroma_server(site: DocsServer, craw
     assert hits and hits[0]["url"].endswith("/docs/guide/delivery.html"), hits
 
     # an unchanged recrawl writes nothing to the server
-    second = crawl(f"{site.base_url}/docs/", index=True, settings=settings)
+    second = crawl(f"{shared_site.base_url}/docs/", index=True, settings=settings)
     counters = second.report["counters"]
     assert second.report["stats"]["success.unchanged"] == ALLOWED_PAGES
     assert counters.get("embeddings_computed", 0) == 0
@@ -76,8 +76,8 @@ def test_crawl_search_and_recrawl_through_a_chroma_server(site: DocsServer, craw
     assert chunk_rows(chroma_server.url) == rows
 
 
-def test_an_unreachable_chroma_server_stops_the_crawl_clearly(site: DocsServer, crawl: Crawl) -> None:
-    result = crawl(f"{site.base_url}/docs/", index=True, check=False,
+def test_an_unreachable_chroma_server_stops_the_crawl_clearly(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/", index=True, check=False,
                    settings={"DOCSCRAPER_CHROMA_URL": f"http://127.0.0.1:{free_port()}"})
     assert result.returncode == 1
     assert "cannot open Chroma at http://127.0.0.1:" in result.stderr

@@ -37,8 +37,8 @@ def pages_table(result: CrawlResult) -> dict[str, tuple]:
     return {row[0]: row[1:] for row in rows}
 
 
-def test_first_crawl_indexes_every_allowed_page_once(site: DocsServer, crawl: Crawl) -> None:
-    result = crawl(f"{site.base_url}/docs/")
+def test_first_crawl_indexes_every_allowed_page_once(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/")
     report = assert_valid(result)
     stats = report["stats"]
     assert stats["success.new"] == ALLOWED_PAGES
@@ -56,37 +56,37 @@ def test_first_crawl_indexes_every_allowed_page_once(site: DocsServer, crawl: Cr
         "guide/advanced/index.html",
     } <= result.keys("skipped", "duplicate")
     out = result.keys("skipped", "outOfScope")
-    assert f"{site.base_url}/blog" in out and "https://example.com/" in out
+    assert f"{shared_site.base_url}/blog" in out and "https://example.com/" in out
     # who found each page first: llms-full > llms > sitemap > link (tests/site/README.md)
     finders = Counter(e["finder"] for e in report["items"].values() if e["status"] == "success")
     assert finders == {"llms-full": 4, "llms": 7, "sitemap": 20, "link": 3}
     # llms.txt lists concepts.html.md: fetched for its Markdown, recorded (and searched) as concepts.html
     assert report["items"]["guide/concepts.html"]["finder"] == "llms"
     assert "guide/concepts.html.md" not in report["items"]
-    concepts = Counter(path for method, path, _ in site.requests if path.startswith("/docs/guide/concepts."))
+    concepts = Counter(path for method, path, _ in shared_site.requests if path.startswith("/docs/guide/concepts."))
     assert concepts == {"/docs/guide/concepts.html.md": 1}
     depths = {k: e["depth"] for k, e in report["items"].items() if e["status"] == "success"}
     assert depths["./"] == 0
     assert depths["guide/troubleshooting.html"] == 2  # faq.html (llms, depth 1) links it
     assert depths["guide/advanced/plugins.html"] == 3
     # nothing robots.txt forbids was requested, and no page was fetched twice
-    assert site.hits("/docs/private/") == 0
-    page_gets = Counter(path.split("?")[0] for method, path, _ in site.requests
+    assert shared_site.hits("/docs/private/") == 0
+    page_gets = Counter(path.split("?")[0] for method, path, _ in shared_site.requests
                         if method == "GET" and ".html" in path)
     assert page_gets.pop("/docs/flaky.html") == 3  # a 500 is retried twice, by design
     assert max(page_gets.values()) == 1, page_gets.most_common(3)
     # llms-full sections were not fetched again
-    assert site.hits("/docs/faq.html") == 0 and site.hits("/docs/reference/cli.html") == 0
+    assert shared_site.hits("/docs/faq.html") == 0 and shared_site.hits("/docs/reference/cli.html") == 0
     table = pages_table(result)
     assert sum(1 for status, *_ in table.values() if status == "active") == ALLOWED_PAGES
     assert report["discovery"]["llms-full"]["mapped"] == 4
 
 
-def test_second_crawl_is_all_unchanged_and_rewrites_nothing(site: DocsServer, crawl: Crawl) -> None:
-    first = crawl(f"{site.base_url}/docs/")
+def test_second_crawl_is_all_unchanged_and_rewrites_nothing(shared_site: DocsServer, crawl: Crawl) -> None:
+    first = crawl(f"{shared_site.base_url}/docs/")
     before = pages_table(first)
-    requests_before = len(site.requests)
-    second = crawl(f"{site.base_url}/docs/")
+    requests_before = len(shared_site.requests)
+    second = crawl(f"{shared_site.base_url}/docs/")
     report = assert_valid(second)
     stats = report["stats"]
     assert stats["success.unchanged"] == ALLOWED_PAGES
@@ -98,7 +98,7 @@ def test_second_crawl_is_all_unchanged_and_rewrites_nothing(site: DocsServer, cr
     # content hashes and last-changed times are untouched
     assert {k: (v[1], v[3]) for k, v in after.items()} == {k: (v[1], v[3]) for k, v in before.items()}
     # the server sends validators, so pages come back 304 without a body
-    second_requests = site.requests[requests_before:]
+    second_requests = shared_site.requests[requests_before:]
     page_requests = [(p, {k.lower() for k in h}) for m, p, h in second_requests
                      if p.startswith("/docs/") and not p.endswith((".txt", ".xml", ".gz"))]
     conditional = [p for p, headers in page_requests if "if-none-match" in headers]
@@ -137,9 +137,9 @@ def test_edit_one_page_and_delete_one(site: DocsServer, crawl: Crawl) -> None:
     assert pages_table(result)[victim][0] == "removed"
 
 
-def test_block_glob_and_narrowed_scope_never_removes(site: DocsServer, crawl: Crawl) -> None:
-    crawl(f"{site.base_url}/docs/")
-    result = crawl(f"{site.base_url}/docs/", "block=archive/**")
+def test_block_glob_and_narrowed_scope_never_removes(shared_site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{shared_site.base_url}/docs/")
+    result = crawl(f"{shared_site.base_url}/docs/", "block=archive/**")
     report = assert_valid(result)
     assert report["stats"]["success.unchanged"] == ALLOWED_PAGES - ARCHIVE_PAGES
     assert report["stats"]["success.removed"] == 0
@@ -149,9 +149,9 @@ def test_block_glob_and_narrowed_scope_never_removes(site: DocsServer, crawl: Cr
     assert all(status == "active" for status, *_ in pages_table(result).values() if status != "failed")
 
 
-def test_max_pages_cuts_the_frontier_and_blocks_removal(site: DocsServer, crawl: Crawl) -> None:
-    crawl(f"{site.base_url}/docs/")
-    result = crawl(f"{site.base_url}/docs/", "max_pages=5")
+def test_max_pages_cuts_the_frontier_and_blocks_removal(shared_site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{shared_site.base_url}/docs/")
+    result = crawl(f"{shared_site.base_url}/docs/", "max_pages=5")
     report = assert_valid(result)
     processed = report["stats"]["success"]
     assert processed == 5
@@ -160,17 +160,17 @@ def test_max_pages_cuts_the_frontier_and_blocks_removal(site: DocsServer, crawl:
     assert report["removal"]["performed"] is False
 
 
-def test_max_depth_zero_crawls_the_seed_only(site: DocsServer, crawl: Crawl) -> None:
-    result = crawl(f"{site.base_url}/docs/", "max_depth=0")
+def test_max_depth_zero_crawls_the_seed_only(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/", "max_depth=0")
     assert_valid(result)
     assert result.keys("success") == {"./"}
     # llms.txt and sitemap pages are depth 1: refused, with the reason
     assert result.keys("skipped", "depth") >= {"faq.html", "changelog.html", "reference/api/server.html"}
 
 
-def test_full_recrawl_processes_every_page(site: DocsServer, crawl: Crawl) -> None:
-    crawl(f"{site.base_url}/docs/")
-    result = crawl(f"{site.base_url}/docs/", "full=1")
+def test_full_recrawl_processes_every_page(shared_site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{shared_site.base_url}/docs/")
+    result = crawl(f"{shared_site.base_url}/docs/", "full=1")
     report = assert_valid(result)
     forced = [e for e in report["items"].values() if e.get("forced")]
     assert len(forced) == ALLOWED_PAGES
@@ -185,20 +185,20 @@ def test_full_recrawl_processes_every_page(site: DocsServer, crawl: Crawl) -> No
         ("colour=blue", "unknown argument(s) colour"),
     ],
 )
-def test_bad_arguments_fail_before_anything_is_fetched(site: DocsServer, crawl: Crawl, arg: str,
+def test_bad_arguments_fail_before_anything_is_fetched(shared_site: DocsServer, crawl: Crawl, arg: str,
                                                       message: str) -> None:
-    result = crawl(f"{site.base_url}/docs/", arg, check=False)
+    result = crawl(f"{shared_site.base_url}/docs/", arg, check=False)
     assert result.returncode == 2
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(error_lines) == 1 and message in error_lines[0]
     assert "Traceback" not in result.stderr
-    assert site.requests == []
+    assert shared_site.requests == []
     assert not (result.data_dir / "state.db").exists()
 
 
-def test_feed_export_has_url_title_markdown_metadata(site: DocsServer, crawl: Crawl, tmp_path: Path) -> None:
+def test_feed_export_has_url_title_markdown_metadata(shared_site: DocsServer, crawl: Crawl, tmp_path: Path) -> None:
     out = tmp_path / "pages.jsonl"
-    crawl(f"{site.base_url}/docs/", extra=["-O", str(out)])
+    crawl(f"{shared_site.base_url}/docs/", extra=["-O", str(out)])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == ALLOWED_PAGES
     assert all(set(row) == {"url", "title", "markdown", "metadata"} for row in rows)
@@ -208,7 +208,7 @@ def test_feed_export_has_url_title_markdown_metadata(site: DocsServer, crawl: Cr
     assert "18,000 events per second" in tuning["markdown"]
     assert "Edit this page" not in tuning["markdown"]
     # an unchanged second run exports nothing: feeds see what went through the pipelines
-    crawl(f"{site.base_url}/docs/", extra=["-O", str(out)])
+    crawl(f"{shared_site.base_url}/docs/", extra=["-O", str(out)])
     assert out.read_text().strip() == ""
 
 
@@ -314,10 +314,10 @@ def test_discovery_files_behind_redirects_are_followed(site: DocsServer, crawl: 
     assert finders == {"llms-full": 4, "llms": 7, "sitemap": 20, "link": 3}
 
 
-def test_pages_over_the_size_cap_are_skipped_and_kept(site: DocsServer, crawl: Crawl) -> None:
-    crawl(f"{site.base_url}/docs/", "full=1")
+def test_pages_over_the_size_cap_are_skipped_and_kept(shared_site: DocsServer, crawl: Crawl) -> None:
+    crawl(f"{shared_site.base_url}/docs/", "full=1")
     # full=1 sends no validators, so every page is downloaded again, against a 5,000-byte cap
-    capped = crawl(f"{site.base_url}/docs/", "full=1", settings={"DOWNLOAD_MAXSIZE": "5000"})
+    capped = crawl(f"{shared_site.base_url}/docs/", "full=1", settings={"DOWNLOAD_MAXSIZE": "5000"})
     report = assert_valid(capped)
     oversized = capped.keys("skipped", "sizeLimit")
     assert "./" in oversized and "changelog.html" in oversized  # 5,160 and 5,047 bytes

@@ -24,7 +24,7 @@ import redis
 
 from docscraper.crawl.report import load_schema, summarize
 from tests.conftest import ROOT, Crawl
-from tests.mockserver import DocsServer, copy_site
+from tests.mockserver import DocsServer
 from tests.redisserver import RedisServer, redis_server
 from tests.services import ChromaServer, chroma_server
 
@@ -101,12 +101,12 @@ def page_gets(site: DocsServer) -> Counter[str]:
                    if method == "GET" and re.search(r"\.(html|md)$|/$", path.split("?")[0]))
 
 
-def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, redis_server: RedisServer,
-                                                          crawl: Crawl, tmp_path: Path) -> None:
+def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, shared_site: DocsServer,
+                                                          redis_server: RedisServer, crawl: Crawl,
+                                                          tmp_path: Path) -> None:
     # the same site, crawled by one process, is the reference
-    with DocsServer(copy_site(tmp_path / "reference-site")).start() as reference_site:
-        single = crawl(f"{reference_site.base_url}/docs/")
-        reference_gets = page_gets(reference_site)
+    single = crawl(f"{shared_site.base_url}/docs/")
+    reference_gets = page_gets(shared_site)
     slow_down(site.root, 0.3)
     data_dir = tmp_path / "distributed"
     workers = start_workers(2, f"{site.base_url}/docs/", "run-two", data_dir, redis_server.url, tmp_path / "logs")
@@ -139,7 +139,7 @@ def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, redi
     def normalized(items: dict, base: str) -> dict:
         return {key.replace(base, "BASE"): (e["status"], e["statusReason"]) for key, e in items.items()}
 
-    assert normalized(report["items"], site.base_url) == normalized(reference["items"], reference_site.base_url)
+    assert normalized(report["items"], site.base_url) == normalized(reference["items"], shared_site.base_url)
 
     # every page fetched once across the workers (the 500 is retried twice, by design), as by one process
     gets = page_gets(site)
@@ -209,13 +209,13 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     assert report["stats"]["success.unchanged"] == 34
 
 
-def test_a_worker_that_cannot_open_leaves_the_run(site: DocsServer, redis_server: RedisServer,
+def test_a_worker_that_cannot_open_leaves_the_run(shared_site: DocsServer, redis_server: RedisServer,
                                                   tmp_path: Path) -> None:
     # a node with a wrong setting (here an unparsable state URL) joins the run, fails to open and closes;
     # it must not stay a member that the others later declare dead (a partial run, nothing removed)
     run = "run-open-failed"
     data_dir = tmp_path / "distributed"
-    (bad,) = start_workers(1, f"{site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "bad",
+    (bad,) = start_workers(1, f"{shared_site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "bad",
                            DOCSCRAPER_STATE_URL="postgresql psycopg://nobody@127.0.0.1/none")
     wait([bad])
     log = (tmp_path / "bad" / "worker-0.log").read_text()
@@ -223,7 +223,7 @@ def test_a_worker_that_cannot_open_leaves_the_run(site: DocsServer, redis_server
     with redis.Redis.from_url(redis_server.url) as client:
         assert client.smembers(f"docscraper:{run}:workers") == set()
 
-    (good,) = start_workers(1, f"{site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "good")
+    (good,) = start_workers(1, f"{shared_site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "good")
     wait([good])
     log = (tmp_path / "good" / "worker-0.log").read_text()
     assert good.returncode == 0 and "stopped without closing" not in log, log[-5000:]
@@ -234,8 +234,8 @@ def test_a_worker_that_cannot_open_leaves_the_run(site: DocsServer, redis_server
     assert report["removal"]["performed"] is True
 
 
-def test_a_shared_run_id_needs_the_distributed_profile(site: DocsServer, crawl: Crawl) -> None:
-    result = crawl(f"{site.base_url}/docs/", "run=abc", check=False)
+def test_a_shared_run_id_needs_the_distributed_profile(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/", "run=abc", check=False)
     assert result.returncode == 2
     assert "error: docs spider: -a run= names a shared run" in result.stderr
 

@@ -49,9 +49,9 @@ def state_chunk_counts(result: CrawlResult) -> dict[str, int]:
     return dict(rows)
 
 
-def test_crawl_indexes_every_page_within_the_model_limit(site: DocsServer, crawl: Crawl,
+def test_crawl_indexes_every_page_within_the_model_limit(shared_site: DocsServer, crawl: Crawl,
                                                           embedder: SentenceTransformerEmbedder) -> None:
-    result = crawl(f"{site.base_url}/docs/", index=True)
+    result = crawl(f"{shared_site.base_url}/docs/", index=True)
     report = result.report
     rows = chunk_rows(result)
     per_page = Counter(meta["page_id"] for meta in rows.values())
@@ -171,8 +171,8 @@ def test_removed_page_loses_its_chunks_and_search_finds_pages(site: DocsServer, 
     assert len(many) == 5
 
 
-def test_search_command_json(site: DocsServer, crawl: Crawl) -> None:
-    result = crawl(f"{site.base_url}/docs/", index=True)
+def test_search_command_json(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/", index=True)
     env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(result.data_dir), HF_HUB_OFFLINE="1")
     proc = subprocess.run(
         [sys.executable, "-m", "scrapy", "search", "How long are dead letters kept?", "-k", "3", "--json"],

@@ -215,15 +215,15 @@ def test_workers_racing_on_a_fresh_database(pg_url: str) -> None:
 
 
 @pytest.mark.crawl
-def test_crawl_with_postgresql_state(site: DocsServer, crawl: Crawl, pg_url: str) -> None:
+def test_crawl_with_postgresql_state(shared_site: DocsServer, crawl: Crawl, pg_url: str) -> None:
     settings = {"DOCSCRAPER_STATE_URL": pg_url}
-    first = crawl(f"{site.base_url}/docs/", settings=settings)
+    first = crawl(f"{shared_site.base_url}/docs/", settings=settings)
     stats = assert_valid(first)["stats"]
     assert stats["success.new"] == ALLOWED_PAGES
     assert stats["success.changed"] == stats["success.unchanged"] == stats["success.removed"] == 0
     assert first.keys("failed") == {"missing-page.html", "flaky.html"}
     assert not (first.data_dir / "state.db").exists()  # the state went to PostgreSQL only
-    second = crawl(f"{site.base_url}/docs/", settings=settings)
+    second = crawl(f"{shared_site.base_url}/docs/", settings=settings)
     stats = assert_valid(second)["stats"]
     assert stats["success.unchanged"] == ALLOWED_PAGES
     assert stats["success.new"] == stats["success.changed"] == stats["success.removed"] == 0

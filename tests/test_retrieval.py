@@ -67,8 +67,8 @@ def test_question_set_is_sound() -> None:
 
 
 def test_docscraper_finds_the_right_page_more_often_than_the_tutorial_pipeline(
-        site: DocsServer, crawl: Crawl, embedder: SentenceTransformerEmbedder) -> None:
-    result = crawl(f"{site.base_url}/docs/", index=True)
+        shared_site: DocsServer, crawl: Crawl, embedder: SentenceTransformerEmbedder) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/", index=True)
     index = ChromaIndex(path=result.data_dir / "chroma")
     try:
         got = index.collection.get(include=["metadatas"])

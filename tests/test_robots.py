@@ -316,10 +316,10 @@ def test_robots_redirects_are_followed_and_apply_to_the_first_host(site: DocsSer
 
 
 @pytest.mark.crawl
-def test_robots_not_obeyed_still_reads_sitemap_lines(site: DocsServer, crawl: Crawl) -> None:
-    result = crawl(f"{site.base_url}/docs/", "max_depth=1", settings={"ROBOTSTXT_OBEY": "0"})
+def test_robots_not_obeyed_still_reads_sitemap_lines(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/", "max_depth=1", settings={"ROBOTSTXT_OBEY": "0"})
     report = checked(result)
-    assert site.hits("/robots.txt") == 1  # fetched by the spider itself, for its Sitemap: lines
+    assert shared_site.hits("/robots.txt") == 1  # fetched by the spider itself, for its Sitemap: lines
     assert report["discovery"]["sitemap"]["fromRobots"] is True
     assert "robots" not in report["discovery"]
     assert not any(k.startswith("docscraper/robots/") for k in report["scrapy"])

@@ -24,7 +24,7 @@ from tests.services import ScrapydServer, copy_project
 pytestmark = [pytest.mark.services, pytest.mark.crawl]
 
 
-def test_scrapyd_runs_the_deployed_egg(tmp_path: Path, site: DocsServer, scrapyd_server: ScrapydServer) -> None:
+def test_scrapyd_runs_the_deployed_egg(tmp_path: Path, shared_site: DocsServer, scrapyd_server: ScrapydServer) -> None:
     # What Scrapyd launches runs in its folder, where the checkout cannot be imported: only the egg can.
     probe = subprocess.run([sys.executable, "-c", "import docscraper"], cwd=scrapyd_server.root,
                            capture_output=True, text=True, timeout=60)
@@ -39,7 +39,7 @@ def test_scrapyd_runs_the_deployed_egg(tmp_path: Path, site: DocsServer, scrapyd
     data = tmp_path / "data"
     jobid = scrapyd_server.schedule(
         "docs",
-        args={"source": f"{site.base_url}/docs/", "max_depth": "0"},
+        args={"source": f"{shared_site.base_url}/docs/", "max_depth": "0"},
         settings={"DOCSCRAPER_DATA_DIR": str(data), "DOCSCRAPER_INDEX_ENABLED": "0"},
     )
     job = scrapyd_server.wait(jobid)
@@ -55,7 +55,7 @@ def test_scrapyd_runs_the_deployed_egg(tmp_path: Path, site: DocsServer, scrapyd
     report = json.loads(metadata.read_text())
     jsonschema.validate(report, load_schema())
     assert report["result"] == "success" and report["scrapydJob"] == jobid
-    assert report["seedUrl"] == f"{site.base_url}/docs/"
+    assert report["seedUrl"] == f"{shared_site.base_url}/docs/"
     assert report["scope"]["max_depth"] == 0 and report["scopeOverrides"] == ["max_depth"]
     assert (metadata.parent / f"{report['runId']}.json").is_file()
     # max_depth=0 came through: the seed only; llms.txt and sitemap pages are refused for depth
@@ -74,5 +74,5 @@ def test_scrapyd_runs_the_deployed_egg(tmp_path: Path, site: DocsServer, scrapyd
         runs = db.execute("SELECT run_id, result, close_reason, report_path FROM runs").fetchall()
     finally:
         db.close()
-    assert pages == [(f"{site.base_url}/docs/", "active")]
+    assert pages == [(f"{shared_site.base_url}/docs/", "active")]
     assert runs == [(report["runId"], "success", "finished", str(metadata.parent / f"{report['runId']}.json"))]

@@ -198,8 +198,8 @@ def test_add_adopt_list_and_remove_through_the_api(tmp_path: Path) -> None:
 
 
 @pytest.mark.crawl
-def test_sources_add_probes_the_site_then_list_and_show(site: DocsServer, command: Crawl) -> None:
-    base = site.base_url
+def test_sources_add_probes_the_site_then_list_and_show(shared_site: DocsServer, command: Crawl) -> None:
+    base = shared_site.base_url
     added = command("sources", "add", "docs", f"{base}/docs/", "--block", "archive/**", "--max-pages", "500")
     out = added.stdout
     assert f"llms.txt       {base}/docs/llms.txt (11 links)" in out
@@ -209,9 +209,9 @@ def test_sources_add_probes_the_site_then_list_and_show(site: DocsServer, comman
     assert f"robots.txt     {base}/robots.txt: disallow /docs/private/" in out
     assert "Added source docs" in out
     # the probe speaks as docscraper, and asks each file once
-    agents = {headers.get("User-Agent", "") for _, _, headers in site.requests}
+    agents = {headers.get("User-Agent", "") for _, _, headers in shared_site.requests}
     assert agents and all(a.startswith("docscraper/") for a in agents)
-    assert site.hits("/robots.txt") == 1 and site.hits("/docs/llms.txt") == 1
+    assert shared_site.hits("/robots.txt") == 1 and shared_site.hits("/docs/llms.txt") == 1
 
     [info] = sources_json(command)
     assert (info["name"], info["url"], info["registered"], info["pages"], info["last_run"]) == (
@@ -228,9 +228,9 @@ def test_sources_add_probes_the_site_then_list_and_show(site: DocsServer, comman
 
 
 @pytest.mark.crawl
-def test_sources_refuses_bad_input_and_conflicts_storing_nothing(site: DocsServer, command: Crawl,
+def test_sources_refuses_bad_input_and_conflicts_storing_nothing(shared_site: DocsServer, command: Crawl,
                                                                 tmp_path: Path) -> None:
-    base = site.base_url
+    base = shared_site.base_url
     data = tmp_path / "data"
     bad = command("sources", "add", "Docs!", f"{base}/docs/", check=False)
     assert bad.returncode == 2 and "invalid source name 'Docs!'" in error_line(bad)
@@ -238,7 +238,7 @@ def test_sources_refuses_bad_input_and_conflicts_storing_nothing(site: DocsServe
     assert bad_glob.returncode == 2 and "patterns match URL paths" in error_line(bad_glob)
     bad_number = command("sources", "add", "docs", f"{base}/docs/", "--max-depth", "deep", check=False)
     assert bad_number.returncode == 2 and "max_depth must be a whole number" in error_line(bad_number)
-    assert site.requests == []  # bad input: nothing fetched
+    assert shared_site.requests == []  # bad input: nothing fetched
     gone = f"http://127.0.0.1:{closed_port()}/docs/"
     unreachable = command("sources", "add", "docs", gone, check=False)
     assert unreachable.returncode == 1 and f"cannot reach {gone}" in error_line(unreachable)
@@ -246,12 +246,12 @@ def test_sources_refuses_bad_input_and_conflicts_storing_nothing(site: DocsServe
     assert command("sources", "list", "--json").stdout.strip() == "[]"
 
     command("sources", "add", "docs", f"{base}/docs/")
-    requests = len(site.requests)
+    requests = len(shared_site.requests)
     taken = command("sources", "add", "docs", f"{base}/blog/", check=False)
     assert taken.returncode == 1 and "source 'docs' exists already" in error_line(taken)
     same_url = command("sources", "add", "docs2", f"{base}/docs", check=False)
     assert same_url.returncode == 1 and "registered already, as source 'docs'" in error_line(same_url)
-    assert len(site.requests) == requests  # conflicts are found before the site is asked
+    assert len(shared_site.requests) == requests  # conflicts are found before the site is asked
     assert [s["name"] for s in sources_json(command)] == ["docs"]
 
     for args, code, message in [
@@ -275,13 +275,13 @@ def test_sources_refuses_bad_input_and_conflicts_storing_nothing(site: DocsServe
 
 
 @pytest.mark.crawl
-def test_crawl_by_name_uses_the_stored_scope_and_overrides_never_persist(site: DocsServer, crawl: Crawl,
+def test_crawl_by_name_uses_the_stored_scope_and_overrides_never_persist(shared_site: DocsServer, crawl: Crawl,
                                                                           command: Crawl) -> None:
-    command("sources", "add", "docs", f"{site.base_url}/docs/", "--block", "archive/**")
+    command("sources", "add", "docs", f"{shared_site.base_url}/docs/", "--block", "archive/**")
     stored_scope = sources_json(command)[0]["scope"]
     first = crawl("docs")
     report = first.report
-    assert report["source"] == "docs" and report["seedUrl"] == f"{site.base_url}/docs/"
+    assert report["source"] == "docs" and report["seedUrl"] == f"{shared_site.base_url}/docs/"
     assert report["scope"]["block"] == ["archive/**"] and report["scopeOverrides"] == []
     assert report["stats"]["success.new"] == ALLOWED_PAGES - ARCHIVE_PAGES
     assert "redirects" not in report["items"]["./"]  # the seed is asked for as registered, not via a 301
@@ -289,7 +289,7 @@ def test_crawl_by_name_uses_the_stored_scope_and_overrides_never_persist(site: D
     assert "archive/v1/install.html" in blocked
 
     # a one-time override that narrows the scope: used for this run, never stored, removes nothing
-    site.reset_requests()
+    shared_site.reset_requests()
     narrowed = command("recrawl", "docs", "--max-depth", "1")
     report = narrowed.report
     assert report["scope"]["max_depth"] == 1 and report["scope"]["block"] == ["archive/**"]
@@ -300,17 +300,18 @@ def test_crawl_by_name_uses_the_stored_scope_and_overrides_never_persist(site: D
     assert db_rows(first.data_dir, "SELECT status, count(*) FROM pages WHERE rel_path NOT LIKE '%flaky%' "
                    "AND status != 'failed' GROUP BY status") == [("active", ALLOWED_PAGES - ARCHIVE_PAGES)]
     assert sources_json(command)[0]["scope"] == stored_scope
-    conditional = [p for m, p, h in site.requests if "If-None-Match" in h]
+    conditional = [p for m, p, h in shared_site.requests if "If-None-Match" in h]
     assert conditional  # an incremental run sends validators
 
     # recrawl --full: the same stored scope, every page fetched without validators
-    site.reset_requests()
+    shared_site.reset_requests()
     full = command("recrawl", "docs", "--full")
     report = full.report
     assert report["full"] is True and report["scope"] == narrowed.report["scope"] | {"max_depth": None}
     assert report["stats"]["success"] == ALLOWED_PAGES - ARCHIVE_PAGES
     assert report["removal"]["performed"] is True and report["stats"]["success.removed"] == 0
-    page_requests = [(p, h) for m, p, h in site.requests if p.startswith("/docs/") and p.endswith(("/", ".html"))]
+    page_requests = [(p, h) for m, p, h in shared_site.requests
+                     if p.startswith("/docs/") and p.endswith(("/", ".html"))]
     assert len(page_requests) >= ALLOWED_PAGES - ARCHIVE_PAGES - 4
     assert not [p for p, h in page_requests if {"if-none-match", "if-modified-since"} & {k.lower() for k in h}]
     assert sources_json(command)[0]["scope"] == stored_scope
@@ -318,14 +319,14 @@ def test_crawl_by_name_uses_the_stored_scope_and_overrides_never_persist(site: D
 
 
 @pytest.mark.crawl
-def test_sources_add_adopts_the_source_a_url_crawl_created(site: DocsServer, crawl: Crawl,
+def test_sources_add_adopts_the_source_a_url_crawl_created(shared_site: DocsServer, crawl: Crawl,
                                                           command: Crawl) -> None:
-    first = crawl(f"{site.base_url}/docs/")
+    first = crawl(f"{shared_site.base_url}/docs/")
     implicit = first.report["source"]
     [info] = sources_json(command)
     assert (info["name"], info["registered"], info["pages"]) == (implicit, False, ALLOWED_PAGES)
     assert "created by a crawl of its URL" in command("sources", "list").stdout
-    added = command("sources", "add", "acme", f"{site.base_url}/docs/")
+    added = command("sources", "add", "acme", f"{shared_site.base_url}/docs/")
     assert f"adopted, with the {ALLOWED_PAGES} pages" in added.stdout
     [info] = sources_json(command)
     assert (info["name"], info["registered"], info["pages"]) == ("acme", True, ALLOWED_PAGES)
@@ -336,15 +337,15 @@ def test_sources_add_adopts_the_source_a_url_crawl_created(site: DocsServer, cra
     again = crawl("acme")
     assert again.report["source"] == "acme"
     assert again.report["stats"]["success.unchanged"] == ALLOWED_PAGES
-    by_url = crawl(f"{site.base_url}/docs/")
+    by_url = crawl(f"{shared_site.base_url}/docs/")
     assert by_url.report["source"] == "acme"
     assert [s["name"] for s in sources_json(command)] == ["acme"]
 
 
 @pytest.mark.crawl
 def test_reindex_one_page_re_embeds_only_it_and_remove_deletes_only_its_source(
-        site: DocsServer, crawl: Crawl, command: Crawl) -> None:
-    base = site.base_url
+        shared_site: DocsServer, crawl: Crawl, command: Crawl) -> None:
+    base = shared_site.base_url
     first = crawl(f"{base}/docs/", index=True)
     implicit = first.report["source"]
     data = first.data_dir
@@ -369,7 +370,7 @@ def test_reindex_one_page_re_embeds_only_it_and_remove_deletes_only_its_source(
     glossary = {cid for cid, m in before.items() if m["source"] == "docs" and m["path"] == "glossary.html"}
     assert db_rows(data, "SELECT chunk_count FROM pages WHERE rel_path = 'glossary.html'") == [(len(glossary),)]
 
-    site.reset_requests()
+    shared_site.reset_requests()
     forced = command("recrawl", "docs", index=True)
     report = forced.report
     counters = report["counters"]
@@ -379,7 +380,7 @@ def test_reindex_one_page_re_embeds_only_it_and_remove_deletes_only_its_source(
     assert counters.get("chunks_added", 0) == 0 and counters.get("chunks_deleted", 0) == 0  # same ids
     assert {k for k, e in report["items"].items() if e.get("forced")} == {"glossary.html"}
     assert report["stats"]["success.unchanged"] == ALLOWED_PAGES and report["stats"]["success.changed"] == 0
-    asked = {p: {k.lower() for k in h} for m, p, h in site.requests if p.endswith(".html")}
+    asked = {p: {k.lower() for k in h} for m, p, h in shared_site.requests if p.endswith(".html")}
     assert "if-none-match" not in asked["/docs/glossary.html"]
     assert "if-none-match" in asked["/docs/changelog.html"]
     assert chroma_rows() == before  # nothing else touched; the page's chunks rewritten in place
@@ -405,10 +406,10 @@ def test_reindex_one_page_re_embeds_only_it_and_remove_deletes_only_its_source(
 
 
 @pytest.mark.crawl
-def test_two_sources_sharing_pages_keep_their_own_chunks(site: DocsServer, command: Crawl) -> None:
+def test_two_sources_sharing_pages_keep_their_own_chunks(shared_site: DocsServer, command: Crawl) -> None:
     # Two registered sources whose scopes overlap index the same pages (the same page ids): a crawl of
     # one must not take over the other's chunks, and removing one must not delete the other's.
-    base = site.base_url
+    base = shared_site.base_url
     command("sources", "add", "docs", f"{base}/docs/")
     command("sources", "add", "faq", f"{base}/docs/faq.html", "--allow", "faq.html")
     first = command("recrawl", "docs", index=True)

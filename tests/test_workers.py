@@ -145,15 +145,15 @@ def test_parse_fetched_reads_the_page_as_the_spider_did() -> None:
     assert binary.links == [] and binary.extracted is not None
 
 
-def test_a_crawl_parses_pages_in_workers_to_the_same_markdown_as_on_the_reactor(site: Any, crawl: Any,
+def test_a_crawl_parses_pages_in_workers_to_the_same_markdown_as_on_the_reactor(shared_site: Any, crawl: Any,
                                                                                 tmp_path: Any) -> None:
     """The same site crawled with parsing on the reactor thread, then in full (every page fetched and
     parsed again) with worker processes: every page's Markdown (its content hash) is the same, so the
     second crawl finds every page unchanged, and the two Markdown mirrors are identical."""
     # (reports are read right after each crawl: both crawls write to one data directory)
-    inline = crawl(site.url("docs/"), f"save_dir={tmp_path / 'inline'}",
+    inline = crawl(shared_site.url("docs/"), f"save_dir={tmp_path / 'inline'}",
                    settings={"DOCSCRAPER_PARSE_WORKERS": "0"}).report
-    pooled = crawl(site.url("docs/"), f"save_dir={tmp_path / 'pooled'}", "full=1",
+    pooled = crawl(shared_site.url("docs/"), f"save_dir={tmp_path / 'pooled'}", "full=1",
                    settings={"DOCSCRAPER_PARSE_WORKERS": "1"}).report
     pages = inline["stats"]["success.new"]
     assert pages > 20
