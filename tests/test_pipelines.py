@@ -327,6 +327,18 @@ class PipelineTests(TestCase):
         entry = not_modified.report_entry("install.html")
         assert entry["statusReason"] == "unchanged" and entry["httpStatus"] == 304
 
+    @deferred_f_from_coro_f
+    async def test_the_model_loads_at_open_for_a_new_source_and_not_for_a_recrawl_with_nothing_new(self) -> None:
+        # a source with no page indexed: the model starts loading as the run opens, before any page
+        new = await self.crawl()
+        assert new.stat("docscraper/embedding/loaded_at_open") == 1
+        first = await self.crawl(page())
+        assert first.stat("docscraper/embedding/loaded_at_open") == 1  # still no page indexed before it
+        # the source has pages: an unchanged recrawl never loads the model
+        unchanged = await self.crawl(page(not_modified=True))
+        assert unchanged.stat("docscraper/embedding/loaded_at_open") is None
+        assert unchanged.stat("docscraper/embedding_batches") is None
+
     # -- DESIGN rule 1: the state row is committed last ------------------------------------------------------
 
     @deferred_f_from_coro_f

@@ -5,7 +5,8 @@
 ledger (``DOCSCRAPER_LEDGER_CLASS``); at ``spider_opened`` it opens the state store
 (``DOCSCRAPER_STATE_STORE_CLASS``), resolves the run's :class:`~docscraper.crawl.target.CrawlTarget` and
 opens the vector index (``DOCSCRAPER_VECTOR_INDEX_CLASS``); the embedder (``DOCSCRAPER_EMBEDDER_CLASS``) is
-loaded on first use, so an unchanged recrawl never loads the model. It then sends
+loaded on first use, so an unchanged recrawl never loads the model, or as soon as the run opens when the
+source has no page indexed yet (every page will need it). It then sends
 :data:`~docscraper.crawl.signals.run_opened`; at ``spider_closed`` it sends
 :data:`~docscraper.crawl.signals.run_closing` (the run's report is written then) and closes everything it
 opened once every handler has returned.
@@ -202,14 +203,20 @@ class CrawlResources:
         if self._embedder_error is not None:
             raise self._embedder_error
         waiter: Deferred[Embedder] = Deferred()
-        if self._embedder_waiters is None:
-            self._embedder_waiters = [waiter]
-            loading = self._defer("model", load_embedder, self.config)
-            loading.addCallbacks(self._embedder_loaded, self._embedder_failed)
-        else:
-            self._embedder_waiters.append(waiter)
+        self.load_embedder_soon()
+        assert self._embedder_waiters is not None
+        self._embedder_waiters.append(waiter)
         result: Embedder = await maybe_deferred_to_future(waiter)
         return result
+
+    def load_embedder_soon(self) -> None:
+        """Start loading the embedding model on its thread now, without waiting for it (nothing when it is
+        loaded, loading, or failed to load)."""
+        if self._embedder is not None or self._embedder_error is not None or self._embedder_waiters is not None:
+            return
+        self._embedder_waiters = []
+        loading = self._defer("model", load_embedder, self.config)
+        loading.addCallbacks(self._embedder_loaded, self._embedder_failed)
 
     def _embedder_loaded(self, embedder: Embedder) -> None:
         self._embedder = embedder
@@ -264,6 +271,11 @@ class CrawlResources:
         if cfg.index_enabled:
             self.index = await self.call("index", open_vector_index, cfg)
         self.opened = True
+        if cfg.index_enabled and not any(p.status == "active" for p in target.known.values()):
+            # a source with no page indexed: every page will be new, so the model is needed; it loads
+            # while discovery and the first fetches run (a recrawl loads it at its first new or changed page)
+            self.load_embedder_soon()
+            self.outcomes.stat("embedding/loaded_at_open")
         logger.info(
             "Run %s of source %s (%s): %d known pages, scope %s",
             self.run_id,
