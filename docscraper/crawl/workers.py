@@ -167,7 +167,7 @@ class WorkerProcesses:
             return
         logger.warning("A %s worker process died; starting the pool again", self.name)
         if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor.shutdown(wait=True, cancel_futures=True)
         self._start()
         self.restarts += 1
 
@@ -184,5 +184,7 @@ class WorkerProcesses:
         """Stop the processes; calls still queued are cancelled, later calls run in the calling thread."""
         self._closed = True
         if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+            # waits for the idle workers to exit (milliseconds): a pool left to shut down on its own races
+            # Python's exit handler for process pools, which then writes to a closed pipe (a traceback at exit)
+            self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
