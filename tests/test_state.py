@@ -19,7 +19,7 @@ from docscraper.storage.state import (
     utcnow,
 )
 from docscraper.storage.state.models import Base
-from docscraper.storage.state.store import _alembic_config
+from docscraper.storage.state.store import SCHEMA_HEAD, _alembic_config, schema_revision
 
 
 def write(pid: str, content_hash: str, run_id: str = "r1", etag: str | None = None) -> PageWrite:
@@ -116,6 +116,22 @@ def test_every_revision_upgrades_to_head_keeping_data(tmp_path: Path) -> None:
         store = SqlStateStore(f"sqlite:///{path}")
         assert store.get_source("old") is not None
         store.close()
+
+
+def test_the_schema_head_constant_is_the_migrations_head(tmp_path: Path) -> None:
+    """SCHEMA_HEAD lets a database that is up to date open without Alembic: it must be the real head, and a
+    database at it is left alone while one below it is migrated."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'h.db'}")
+    with engine.begin() as conn:
+        head = ScriptDirectory.from_config(_alembic_config(conn)).get_current_head()
+    assert head == SCHEMA_HEAD
+    migrate(engine, "0004")
+    assert schema_revision(f"sqlite:///{tmp_path / 'h.db'}") == "0004"
+    migrate(engine)
+    assert schema_revision(f"sqlite:///{tmp_path / 'h.db'}") == SCHEMA_HEAD
+    migrate(engine)  # at the head: nothing to do
+    assert schema_revision(f"sqlite:///{tmp_path / 'h.db'}") == SCHEMA_HEAD
+    assert schema_revision(f"sqlite:///{tmp_path / 'absent.db'}") is None
 
 
 def test_models_match_migrations(tmp_path: Path) -> None:

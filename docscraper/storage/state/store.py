@@ -22,13 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, and_, create_engine, delete, event, func, null, select, text, update
+from sqlalchemy import Engine, and_, create_engine, delete, event, func, inspect, null, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -37,6 +33,9 @@ from sqlalchemy.pool import StaticPool
 
 from docscraper._resources import resource_dir
 from docscraper.storage.state.models import CrawlRunRow, ImageRow, PageRow, SourceRow
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 __all__ = [
     "ImageRecord",
@@ -230,6 +229,8 @@ class StateStore(Protocol):
 
 
 def _alembic_config(connection: Any) -> Config:
+    from alembic.config import Config  # Alembic is imported when a database is opened, not with this module
+
     cfg = Config()
     # a real directory even when the package runs from a zipped egg (Scrapyd): Alembic loads files
     cfg.set_main_option("script_location", str(resource_dir("docscraper.storage.state", "migrations")))
@@ -241,8 +242,26 @@ def _alembic_config(connection: Any) -> Config:
 _MIGRATION_LOCK = 0x646F637363726170  # "docscrap"
 
 
+#: The newest schema revision: the head of ``migrations/versions`` (a test checks that they agree). A
+#: database already there is opened without importing Alembic.
+SCHEMA_HEAD = "0005"
+
+
+def _current_revision(connection: Any) -> str | None:
+    """The database's schema revision read with plain SQL (Alembic's ``alembic_version`` table); None when
+    it has none."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    versions = list(connection.execute(text("SELECT version_num FROM alembic_version")).scalars())
+    return str(versions[0]) if len(versions) == 1 else None
+
+
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to *revision* (the newest by default); a no-op when it is there already."""
+    if revision == "head":
+        with engine.connect() as connection:
+            if _current_revision(connection) == SCHEMA_HEAD:
+                return
     # Alembic reports every step at INFO; docscraper says once what it migrates.
     logging.getLogger("alembic").setLevel(max(logging.getLogger("alembic").getEffectiveLevel(), logging.WARNING))
     with engine.begin() as connection:
@@ -250,6 +269,10 @@ def migrate(engine: Engine, revision: str = "head") -> None:
             # Workers starting together queue here; the first migrates, the others then find the head.
             # A transaction-level lock: it goes with the commit (or rollback) of the migration.
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK})
+        from alembic import command
+        from alembic.runtime.migration import MigrationContext
+        from alembic.script import ScriptDirectory
+
         cfg = _alembic_config(connection)
         current = MigrationContext.configure(connection).get_current_revision()
         head = ScriptDirectory.from_config(cfg).get_current_head()
@@ -749,7 +772,7 @@ def schema_revision(url: str) -> str | None:
         engine = _make_engine(url)
         try:
             with engine.connect() as connection:
-                return MigrationContext.configure(connection).get_current_revision()
+                return _current_revision(connection)
         finally:
             engine.dispose()
     except (SQLAlchemyError, OSError) as exc:
