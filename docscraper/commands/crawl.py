@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
-from docscraper.crawl.rendering import render_problem
-from docscraper.crawl.resources import CrawlResources
 from docscraper.ops.cli import fail
 
 if TYPE_CHECKING:
@@ -26,6 +24,11 @@ class Command(ScrapyCrawlCommand):
         if len(args) != 1 or args[0] != "docs":  # another spider, or a usage error Scrapy reports
             super().run(args, opts)
             return
+        # imported here: Scrapy imports every command module to list the commands, and a one-shot
+        # `scrapy search` should not pay for the crawl's components
+        from docscraper.crawl.rendering import render_problem
+        from docscraper.crawl.resources import CrawlResources
+
         assert self.settings is not None
         try:
             crawl_args = CrawlArgs.parse(opts.spargs)

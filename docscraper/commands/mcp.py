@@ -18,7 +18,6 @@ from scrapy.exceptions import UsageError
 
 from docscraper.config import ConfigError
 from docscraper.ops.cli import ToolCommand
-from docscraper.ops.mcp_server import add_server_options, serve
 
 if TYPE_CHECKING:
     import argparse
@@ -35,6 +34,9 @@ class Command(ToolCommand):
         return "Serve sources, crawls and search to AI assistants over MCP (stdio or streamable HTTP)"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        # the server is imported when this command runs: Scrapy imports every command module to list them
+        from docscraper.ops.mcp_server import add_server_options
+
         super().add_options(parser)
         add_server_options(parser)
 
@@ -43,6 +45,8 @@ class Command(ToolCommand):
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
         if not 0 <= opts.port <= 65535:
             raise UsageError(f"--port must be between 0 and 65535, got {opts.port}")
+        from docscraper.ops.mcp_server import serve
+
         assert self.settings is not None
         try:
             serve(self.settings, transport=opts.transport, host=opts.host, port=opts.port)

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from docscraper.commands.crawl import Command as CrawlCommand
 from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.ops.cli import fail
-from docscraper.ops.sources import SourceError, get_source_info
 
 if TYPE_CHECKING:
     import argparse
@@ -46,6 +45,8 @@ class Command(CrawlCommand):
             return fail(self, "usage: scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] "
                               "[--max-depth N] [--max-pages N]", 2)
         name = args[0]
+        from docscraper.ops.sources import SourceError, get_source_info  # (see commands/status.py)
+
         if "://" in name:
             return fail(self, f"recrawl takes a source name; crawl a URL with scrapy crawl docs -a source={name}",
                               2)

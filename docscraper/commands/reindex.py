@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from docscraper.config import ConfigError
 from docscraper.ops.cli import ToolCommand
-from docscraper.ops.sources import SourceError, request_reindex
 
 if TYPE_CHECKING:
     import argparse
@@ -36,6 +35,8 @@ class Command(ToolCommand):
         if len(args) != 2 or any(a.startswith("-") for a in args):
             return self.fail("usage: scrapy reindex NAME URL|GLOB (e.g. scrapy reindex docs 'guide/**')", 2)
         name, pattern = args
+        from docscraper.ops.sources import SourceError, request_reindex  # (see commands/status.py)
+
         assert self.settings is not None
         try:
             marked = request_reindex(self.config(), name, pattern)

@@ -17,21 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from docscraper.config import ConfigError
 from docscraper.ops.cli import ToolCommand
-from docscraper.ops.sources import (
-    ProbeResult,
-    SourceArgumentError,
-    SourceError,
-    SourceInfo,
-    add_source,
-    get_source_info,
-    list_sources,
-    remove_source,
-)
 
 if TYPE_CHECKING:
     import argparse
 
     from docscraper.config import DocscraperConfig
+    from docscraper.ops.sources import ProbeResult, SourceInfo
 
 _ACTIONS = ("add", "list", "show", "remove")
 
@@ -97,6 +88,9 @@ class Command(ToolCommand):
         if action != "add" and (opts.allow or opts.block or opts.max_depth or opts.max_pages or opts.llms_txt
                                 or opts.render or opts.no_probe):
             return self.fail(f"scope options go with add, not {action}", 2)
+        # the registry is imported here, not with the module: Scrapy imports every command module to list them
+        from docscraper.ops.sources import SourceError, get_source_info
+
         assert self.settings is not None
         try:
             config = self.config()
@@ -115,6 +109,8 @@ class Command(ToolCommand):
         return None
 
     def _add(self, config: DocscraperConfig, name: str, url: str, opts: argparse.Namespace) -> None:
+        from docscraper.ops.sources import add_source
+
         assert self.settings is not None
         info, probe = add_source(
             config, name, url, allow=opts.allow, block=opts.block, max_depth=opts.max_depth,
@@ -134,6 +130,8 @@ class Command(ToolCommand):
         print(f"Crawl it with: scrapy recrawl {info.name}")
 
     def _list(self, config: DocscraperConfig, opts: argparse.Namespace) -> None:
+        from docscraper.ops.sources import list_sources
+
         infos = list_sources(config)
         if opts.json:
             self.print_json([i.as_dict() for i in infos])
@@ -172,6 +170,8 @@ class Command(ToolCommand):
             print(f"report      {run['report_path']}")
 
     def _remove(self, config: DocscraperConfig, name: str, opts: argparse.Namespace) -> None:
+        from docscraper.ops.sources import SourceArgumentError, get_source_info, remove_source
+
         if not opts.yes:
             get_source_info(config, name)  # an unknown source is the error to report first
             raise SourceArgumentError(f"removing {name!r} deletes its chunks, pages and runs; "

@@ -15,8 +15,6 @@ from scrapy.exceptions import UsageError
 
 from docscraper.config import ConfigError
 from docscraper.ops.cli import ToolCommand
-from docscraper.ops.status import crawl_status, describe
-from docscraper.storage.state import StateError
 
 if TYPE_CHECKING:
     import argparse
@@ -35,6 +33,10 @@ class Command(ToolCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) > 1:
             raise UsageError("give at most one source name")
+        # imported here, not with the module: Scrapy imports every command module to list the commands
+        from docscraper.ops.status import crawl_status, describe
+        from docscraper.storage.state import StateError
+
         assert self.settings is not None
         try:
             config = self.config()
