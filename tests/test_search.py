@@ -141,6 +141,49 @@ def test_keyword_index_is_cached_and_rebuilt_when_the_collection_changes(tmp_pat
         "checksums", axis(0), index.query(axis(0), 8), 8, None, 1.0, 1)]
 
 
+class CountingIndex(ChromaIndex):
+    """The real index, counting how often every chunk id is read (the fingerprint scan)."""
+
+    scans = 0
+
+    def chunk_hashes(self) -> dict[str, str]:
+        CountingIndex.scans += 1
+        return super().chunk_hashes()
+
+
+def test_a_new_process_trusts_the_keyword_cache_while_the_generation_holds(tmp_path: Path) -> None:
+    """Every write changes the index's generation first; a search in a new process (a fresh client on the
+    same directory) that finds the generation the cache was checked at skips reading every chunk id."""
+    writer = ChromaIndex(path=tmp_path / "chroma")
+    fill(writer)
+    generation = writer.generation()
+    assert generation is not None
+    CountingIndex.scans = 0
+
+    def fresh_search(question: str) -> list[str]:
+        index = CountingIndex(path=tmp_path / "chroma")
+        try:
+            return [r.url for r in Searcher(config(tmp_path), embedder=FixedEmbedder(axis(0)), index=index)
+                    .search(question, k=5)]
+        finally:
+            index.close()
+
+    first = fresh_search("unique_violation 23505")
+    assert CountingIndex.scans == 1 and "http://x/url_errors.html" in first
+    assert fresh_search("unique_violation 23505") == first and CountingIndex.scans == 1  # no scan
+    # a crawl writes: a new generation, so the next process reads the ids again and finds the new page
+    writer.upsert([ChunkRecord(chunk_id("url_new", "2" * 12, 0), "Checksums detect data corruption on disk.",
+                               axis(7), {"source": "pg", "page_id": "url_new", "url": "http://x/new.html",
+                                         "chunk_hash": "new", "title": "new", "heading": ""})])
+    assert writer.generation() not in (None, generation)
+    assert "http://x/new.html" in fresh_search("checksums corruption")
+    assert CountingIndex.scans == 2
+    writer.delete([chunk_id("url_new", "2" * 12, 0)])
+    assert "http://x/new.html" not in fresh_search("checksums corruption")
+    assert CountingIndex.scans == 3
+    writer.close()
+
+
 def test_a_damaged_cache_is_rebuilt(tmp_path: Path, index: ChromaIndex) -> None:
     fingerprint = corpus_fingerprint(list(index.chunk_hashes().items()))
     folder = tmp_path / "lexical" / "docs"

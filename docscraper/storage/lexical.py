@@ -136,6 +136,31 @@ class LexicalIndex:
             logger.info("Rebuilding the keyword index: the cache in %s cannot be read (%s)", folder, exc)
             return None
 
+    @staticmethod
+    def fingerprint_at(folder: Path, generation: str) -> str | None:
+        """The fingerprint the collection had at *generation* (:meth:`~docscraper.storage.vectors.VectorIndex.
+        generation`), as recorded next to *folder*'s cache by :meth:`remember_generation`; None when unknown.
+        A one-shot search then trusts the cache without reading every chunk id of the collection."""
+        try:
+            record = json.loads((folder / "generation.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(record, dict) or record.get("generation") != generation:
+            return None
+        fingerprint = record.get("fingerprint")
+        return fingerprint if isinstance(fingerprint, str) else None
+
+    @staticmethod
+    def remember_generation(folder: Path, generation: str, fingerprint: str) -> None:
+        """Record that the collection's fingerprint was *fingerprint* at *generation* (read before it was
+        computed: a write since then changed the generation)."""
+        try:
+            tmp = folder / ".generation.json.tmp"
+            tmp.write_text(json.dumps({"generation": generation, "fingerprint": fingerprint}), encoding="utf-8")
+            os.replace(tmp, folder / "generation.json")
+        except OSError as exc:  # a read-only data folder: the next search reads the chunk ids again
+            logger.debug("Cannot record the index generation in %s: %s", folder, exc)
+
     @classmethod
     def for_index(cls, index: Any, folder: Path, fingerprint: str) -> LexicalIndex:
         """The keyword index of *index* (a :class:`~docscraper.storage.vectors.VectorIndex`) whose

@@ -126,10 +126,22 @@ class Searcher:
         stamp = self.index.stamp()
         if self._lexical is not None and stamp is not None and stamp == self._lexical_stamp:
             return self._lexical
+        folder = self.config.data_dir / "lexical" / self.config.chroma_collection
+        # the generation changes before every write: read before the fingerprint, it vouches for it
+        generation = self.index.generation()
+        known = LexicalIndex.fingerprint_at(folder, generation) if generation is not None else None
+        if known is not None and self._lexical is not None and self._lexical.fingerprint == known:
+            self._lexical_stamp = stamp
+            return self._lexical
+        cached = LexicalIndex.load(folder, known) if known is not None else None
+        if cached is not None:
+            self._lexical, self._lexical_stamp = cached, stamp
+            return cached
         fingerprint = corpus_fingerprint(list(self.index.chunk_hashes().items()))
         if self._lexical is None or self._lexical.fingerprint != fingerprint:
-            folder = self.config.data_dir / "lexical" / self.config.chroma_collection
             self._lexical = LexicalIndex.for_index(self.index, folder, fingerprint)
+        if generation is not None:
+            LexicalIndex.remember_generation(folder, generation, fingerprint)
         self._lexical_stamp = stamp
         return self._lexical
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import secrets
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 __all__ = [
+    "GENERATION_KEY",
     "ChromaIndex",
     "ChunkRecord",
     "IndexError_",
@@ -39,6 +41,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: The collection metadata key of the index's generation token (:meth:`VectorIndex.generation`).
+GENERATION_KEY = "docscraper_generation"
 
 
 class IndexError_(RuntimeError):
@@ -94,6 +99,10 @@ class VectorIndex(Protocol):
         ...
     def stamp(self) -> object | None:
         """A cheap value that changes whenever the index is written (None: no such value, ask the index)."""
+        ...
+    def generation(self) -> str | None:
+        """A token that changes before every write to the index, as read now (from any process); None for
+        an index written before tokens were kept (ask the index)."""
         ...
     def close(self) -> None: ...
 
@@ -171,7 +180,21 @@ class ChromaIndex:
                 found[cid] = np.asarray(vector, dtype=np.float32)
         return found
 
+    def generation(self) -> str | None:
+        metadata = self.client.get_collection(self.collection.name, embedding_function=None).metadata or {}
+        token = metadata.get(GENERATION_KEY)
+        return str(token) if token is not None else None
+
+    def _writing(self) -> None:
+        """A new generation token before each write: whoever read the old one knows the index changed
+        (searches keep their keyword index by it), even when this process dies half-way through."""
+        metadata = dict(self.client.get_collection(self.collection.name, embedding_function=None).metadata or {})
+        metadata[GENERATION_KEY] = secrets.token_hex(8)
+        self.collection.modify(metadata=metadata)
+
     def upsert(self, chunks: Sequence[ChunkRecord]) -> None:
+        if chunks:
+            self._writing()
         for batch in self._batches(list(chunks)):
             self.collection.upsert(
                 ids=[c.id for c in batch],
@@ -181,6 +204,8 @@ class ChromaIndex:
             )
 
     def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._writing()
         for batch in self._batches(list(ids)):
             self.collection.delete(ids=list(batch))
 
@@ -205,6 +230,8 @@ class ChromaIndex:
     def rename_source(self, old: str, new: str) -> int:
         """Relabel every chunk of source *old* as *new* (metadata only: ids and vectors stay)."""
         ids = self._source_ids(old)
+        if ids:
+            self._writing()
         for batch in self._batches(ids):
             got = self.collection.get(ids=list(batch), include=["metadatas"])
             metadatas = [{**dict(meta or {}), "source": new} for meta in got.get("metadatas") or []]
