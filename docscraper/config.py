@@ -237,6 +237,10 @@ class DocscraperConfig:
     core but one, at least 1 and at most 4, that decode, extract and find the links of fetched pages while
     the reactor goes on fetching; ``0`` parses on the reactor thread).
 
+    Questions (:mod:`docscraper.storage.onnx_embedding`): ``DOCSCRAPER_QUERY_ONNX`` (on: searches embed the
+    question with the ONNX export of the model, made once under the data directory, without importing torch;
+    off: with the model itself, and no export is made).
+
     The Markdown mirror (:mod:`docscraper.storage.mirror`): ``DOCSCRAPER_SAVE_DIR`` (unset: no mirror; the
     spider argument ``-a save_dir=DIR`` wins over it).
 
@@ -314,6 +318,7 @@ class DocscraperConfig:
     ssrf_allowed_hosts: tuple[str, ...] = ()
     change_detection_enabled: bool = True
     parse_workers: int = 1
+    query_onnx: bool = True
 
     @property
     def runs_dir(self) -> Path:
@@ -394,6 +399,7 @@ class DocscraperConfig:
             ),
             progress_line=_progress_line(settings.get("DOCSCRAPER_PROGRESS_LINE", "auto")),
             parse_workers=_parse_workers(settings.get("DOCSCRAPER_PARSE_WORKERS", "auto")),
+            query_onnx=flag("DOCSCRAPER_QUERY_ONNX", settings.get("DOCSCRAPER_QUERY_ONNX", True)),
             watchdog_seconds=_seconds(
                 "DOCSCRAPER_WATCHDOG_SECONDS", settings.get("DOCSCRAPER_WATCHDOG_SECONDS", 900.0)
             ),

@@ -42,7 +42,7 @@ from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
 from docscraper.crawl.workers import WorkerProcesses
-from docscraper.storage.backends import load_embedder, open_state_store, open_vector_index
+from docscraper.storage.backends import export_for_questions, load_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
@@ -292,6 +292,9 @@ class CrawlResources:
                 self.crawler.stats.set_value(f"docscraper/parse/{name}", value)
         try:
             await self.crawler.signals.send_catch_log_async(run_closing, resources=self, reason=reason)
+            if self._embedder is not None:
+                # once per model and data directory: questions are then embedded without torch
+                await self.call("model", export_for_questions, self.config, self._embedder)
         finally:
             if self.store is not None:
                 self.store.close()

@@ -58,7 +58,7 @@ from docscraper.ops.sources import (
     request_reindex,
 )
 from docscraper.ops.status import crawl_status
-from docscraper.storage.backends import load_embedder, open_vector_index
+from docscraper.storage.backends import load_query_embedder, open_vector_index
 from docscraper.storage.embedding import Embedder, EmbeddingError
 from docscraper.storage.search import Searcher
 from docscraper.storage.state import StateError
@@ -173,7 +173,7 @@ class DocsTools:
         stamp = persistent_stamp(config.chroma_path) if persistent else None
         if self._searcher is None or stamp != self._stamp:
             if self._embedder is None:
-                self._embedder = load_embedder(config)
+                self._embedder = load_query_embedder(config)
             if self._index is not None:
                 self._index.close()
                 self._index = None

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from docscraper.storage.state import StateStore
     from docscraper.storage.vectors import VectorIndex
 
-__all__ = ["load_embedder", "open_state_store", "open_vector_index"]
+__all__ = ["export_for_questions", "load_embedder", "load_query_embedder", "open_state_store", "open_vector_index"]
+
+#: The embedder whose model the question path can export (docscraper.storage.onnx_embedding).
+_SENTENCE_TRANSFORMERS = "docscraper.storage.embedding.SentenceTransformerEmbedder"
 
 
 def open_state_store(config: DocscraperConfig) -> StateStore:
@@ -36,4 +39,46 @@ def load_embedder(config: DocscraperConfig) -> Embedder:
     """The embedding model named by ``DOCSCRAPER_EMBEDDING_MODEL`` (the bundled one by default)."""
     embedder: Embedder = load_object(config.embedder_class)(
         config.embedding_model, device=config.embedding_device, batch_size=config.embedding_batch_size)
+    return embedder
+
+
+def _model_folder(config: DocscraperConfig) -> str | None:
+    """The configured model's folder, when the default embedder loads a model from a folder."""
+    import os
+
+    from docscraper.storage.embedding import DEFAULT_MODEL, EmbeddingError, default_model_path
+
+    if config.embedder_class != _SENTENCE_TRANSFORMERS:
+        return None
+    if config.embedding_model == DEFAULT_MODEL:
+        try:
+            return default_model_path()
+        except EmbeddingError:
+            return None
+    return config.embedding_model if os.path.isdir(config.embedding_model) else None
+
+
+def export_for_questions(config: DocscraperConfig, embedder: Embedder) -> None:
+    """Make the torch-free export of *embedder*'s model for questions, unless it exists (or cannot be made)."""
+    from docscraper.storage.embedding import SentenceTransformerEmbedder
+    from docscraper.storage.onnx_embedding import export_query_model
+
+    if (config.query_onnx and isinstance(embedder, SentenceTransformerEmbedder)
+            and config.embedder_class == _SENTENCE_TRANSFORMERS):
+        export_query_model(embedder, config.data_dir)
+
+
+def load_query_embedder(config: DocscraperConfig) -> Embedder:
+    """The embedder for questions: the configured model's ONNX export when there is one (no torch import:
+    :mod:`docscraper.storage.onnx_embedding`), else the configured embedder, which then makes the export for
+    the next question asked in a new process. ``DOCSCRAPER_QUERY_ONNX=0``: always the configured embedder."""
+    from docscraper.storage.embedding import model_name
+    from docscraper.storage.onnx_embedding import open_query_model
+
+    if config.query_onnx:
+        fast = open_query_model(config.data_dir, model_name(config.embedding_model), _model_folder(config))
+        if fast is not None:
+            return fast
+    embedder = load_embedder(config)
+    export_for_questions(config, embedder)
     return embedder

