@@ -24,7 +24,9 @@ from bs4 import BeautifulSoup
 from benchmarks.baseline import BaselineIndex
 from benchmarks.retrieval_eval import batched, evaluate, fetch, page_key, report
 from docscraper.config import DocscraperConfig
+from docscraper.storage.backends import load_query_embedder
 from docscraper.storage.embedding import SentenceTransformerEmbedder
+from docscraper.storage.onnx_embedding import OnnxQueryEmbedder
 from docscraper.storage.search import Searcher
 from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import Crawl
@@ -81,6 +83,14 @@ def test_docscraper_finds_the_right_page_more_often_than_the_tutorial_pipeline(
         dense = evaluate("vectors", QUESTIONS, lambda q, k: [r.url for r in vectors.search(q, k=k)], key)
         private_hits = {item["question"]: [r.url for r in searcher.search(item["question"], k=10, per_page=None)]
                         for item in QUESTIONS if item["expected"] is None}
+        # the crawl left the model's ONNX export: a new searcher asks without torch, and ranks alike
+        fast = load_query_embedder(DocscraperConfig(data_dir=result.data_dir, state_url="sqlite://"))
+        assert isinstance(fast, OnnxQueryEmbedder)
+        onnx = Searcher(DocscraperConfig(data_dir=result.data_dir, state_url="sqlite://"), embedder=fast,
+                        index=index)
+        for item in QUESTIONS:
+            assert ([r.url for r in onnx.search(item["question"], k=5)]
+                    == [r.url for r in searcher.search(item["question"], k=5)]), item["question"]
     finally:
         index.close()
 
