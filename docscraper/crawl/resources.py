@@ -290,6 +290,8 @@ class CrawlResources:
             for name, value in (("in_workers", self.parsers.in_workers), ("in_reactor", self.parsers.here),
                                 ("worker_restarts", self.parsers.restarts)):
                 self.crawler.stats.set_value(f"docscraper/parse/{name}", value)
+            if self.parsers.start_error:
+                self.crawler.stats.set_value("docscraper/parse/workers_unavailable", 1)
         try:
             await self.crawler.signals.send_catch_log_async(run_closing, resources=self, reason=reason)
             if self._embedder is not None:

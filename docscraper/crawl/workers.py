@@ -116,11 +116,21 @@ class WorkerProcesses:
         self._executor: ProcessPoolExecutor | None = None
         self._warming: list[Future[bool]] = []
         self._closed = False
+        #: why the worker processes could not start, when they could not
+        self.start_error: str | None = None
 
     @property
     def ready(self) -> bool:
         """Whether every worker process has started and answered."""
         return bool(self._warming) and all(f.done() and not f.exception() for f in self._warming)
+
+    def _warmed(self, future: Future[bool]) -> None:
+        error = None if future.cancelled() else future.exception()
+        if error is not None and not self._closed and not self.start_error:
+            # the pages go on being parsed in the crawl's own thread: slower, never lost
+            self.start_error = f"{error.__class__.__name__}: {error}"
+            logger.warning("The %s worker processes could not start (%s); parsing goes on in the crawl's "
+                           "own thread", self.name, self.start_error)
 
     @property
     def generation(self) -> int:
@@ -132,6 +142,8 @@ class WorkerProcesses:
                                              initializer=_exit_with, initargs=(os.getpid(),))
         # one trivial call per worker: they start now, in parallel with the crawl, and ``ready`` says when
         self._warming = [self._executor.submit(_ready) for _ in range(self.workers)]
+        for future in self._warming:
+            future.add_done_callback(self._warmed)
         logger.debug("Started %d %s worker process(es)", self.workers, self.name)
 
     async def run(self, func: Callable[..., T], *args: Any) -> T:
