@@ -92,6 +92,8 @@ DOWNLOADER_MIDDLEWARES = {
     # link-local... addresses other than the source's host; first, so robots.txt is not asked first.
     "docscraper.crawl.ssrf.SsrfGuardMiddleware": 40,
     "docscraper.crawl.identity.RedirectScopeMiddleware": 50,
+    # a redirect to no http(s) URL (malformed, javascript:, file:) refuses the page; before RedirectMiddleware
+    "docscraper.crawl.identity.RedirectTargetMiddleware": 650,
     # robots.txt per RFC 9309 (a 5xx or unreachable robots.txt disallows the host), in Scrapy's slot.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "docscraper.crawl.robots.RobotsTxtMiddleware": 100,

@@ -109,6 +109,31 @@ def test_redirect_chain_is_stored_with_the_page(tmp_path: Path, serve: Any, craw
     assert json.loads(rows(second)["hop-3.html"]["redirects"]) == chain
 
 
+def test_a_redirect_to_no_http_url_refuses_the_page_and_keeps_the_run_successful(tmp_path: Path, serve: Any,
+                                                                                   crawl: Crawl) -> None:
+    """A Location that is malformed (``http://[``), or of another scheme (``javascript:``, ``file:``), is
+    a refusal of the page that redirected, with its reason; no failure, so the run stays ``success``."""
+    routes = {
+        "/docs/bracket.html": {"status": 301, "location": "http://["},
+        "/docs/script.html": {"status": 302, "location": "javascript:alert(1)"},
+        "/docs/local.html": {"status": 307, "location": "file:///etc/passwd"},
+        "/docs/badport.html": {"status": 308, "location": "http://example.com:99999/x"},
+    }
+    server = serve(make_site(tmp_path / "site", {"plain.html": "Not redirected."},
+                             links=("bracket.html", "script.html", "local.html", "badport.html"), routes=routes))
+    result = crawl(f"{server.base_url}/docs/")
+    report = checked(result)
+    items = report["items"]
+    assert report["result"] == "success" and not result.keys("failed")
+    assert result.keys("skipped", "redirectOutOfScope") == {"bracket.html", "badport.html"}
+    assert result.keys("skipped", "blockedAddress") >= {"script.html", "local.html"}
+    assert "'http://[': not a valid URL" in items["bracket.html"]["detail"]
+    assert "scheme javascript is not http(s)" in items["script.html"]["detail"]
+    assert "scheme file is not http(s)" in items["local.html"]["detail"]
+    assert result.keys("success", "new") == {"./", "plain.html"}
+    assert "Traceback" not in result.stderr
+
+
 def test_redirect_loops_and_long_chains_fail_cleanly_and_keep_stored_pages(tmp_path: Path, serve: Any,
                                                                            crawl: Crawl) -> None:
     pages = {name: f"The {name} page, stored on the first run." for name in

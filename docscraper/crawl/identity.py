@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
 
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.exceptions import IgnoreRequest, NotConfigured
@@ -27,6 +28,7 @@ from scrapy.http import Request
 
 from docscraper.crawl.resources import CrawlResources
 from docscraper.crawl.scope import Refusal
+from docscraper.crawl.ssrf import REASON as SSRF_REASON
 from docscraper.storage.state import iso_utc, utcnow
 from docscraper.urls import normalize_url, page_id
 
@@ -34,7 +36,10 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-__all__ = ["PageDupeFilter", "PageFingerprinter", "RedirectScopeMiddleware"]
+__all__ = ["PageDupeFilter", "PageFingerprinter", "RedirectScopeMiddleware", "RedirectTargetMiddleware"]
+
+#: The statuses Scrapy's RedirectMiddleware follows (a 304 is a conditional request's answer, not a redirect).
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +118,49 @@ class PageDupeFilter(RFPDupeFilter):
             outcomes.duplicate(redirect_urls[0], redirect=True, of=request.url)
         else:
             outcomes.duplicate(request.url)
+
+
+class RedirectTargetMiddleware:
+    """A redirect whose ``Location`` names no http(s) URL is a refusal of the page, recorded with its reason,
+    never a failure that would make every run of the site ``partial``.
+
+    Scrapy's RedirectMiddleware raises ``ValueError`` building the next request for a malformed target
+    (``http://[``, ``javascript:alert(1)``) and hands on the 3xx of another scheme (``file:///etc/passwd``).
+    This downloader middleware sees the response first (order 650, above RedirectMiddleware's 600): the page
+    that redirected is refused (``blockedAddress`` for another scheme when the SSRF guard is on, else
+    ``redirectOutOfScope``; ``redirectOutOfScope`` for a target that is no URL at all) under the URL first
+    requested, and the request is dropped."""
+
+    def __init__(self, resources: CrawlResources) -> None:
+        self.outcomes = resources.outcomes
+        self.guard = resources.config.ssrf_guard_enabled
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RedirectTargetMiddleware:
+        return cls(CrawlResources.of(crawler))
+
+    def process_response(self, request: Request, response: Any) -> Any:
+        if response.status not in _REDIRECTS or request.meta.get("dont_redirect") or b"Location" not in response.headers:
+            return response
+        location = response.headers[b"Location"].decode("latin-1")
+        shown = repr(location[:200])  # a target that is no URL is shown quoted
+        try:
+            target = urljoin(response.url, location)
+            shown = target[:200]
+            parts = urlsplit(target)
+            scheme = parts.scheme.lower()
+            if scheme in ("http", "https") and parts.hostname and (parts.port or 0) >= 0:
+                return response
+        except ValueError as exc:
+            reason, why = "redirectOutOfScope", f"not a valid URL ({exc})"
+        else:
+            reason = SSRF_REASON if self.guard else "redirectOutOfScope"
+            why = f"scheme {scheme or '(none)'} is not http(s)" if scheme not in ("http", "https") else "no host"
+        origin = (request.meta.get("redirect_urls") or [request.url])[0]
+        request.meta["docscraper_refused"] = True
+        self.outcomes.refuse(origin, Refusal(reason, f"redirects to {shown}: {why}"),
+                             finder=request.meta.get("docscraper_finder"))
+        raise IgnoreRequest(f"redirect to {shown} not followed: {why}")
 
 
 class RedirectScopeMiddleware:
