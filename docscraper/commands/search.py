@@ -11,8 +11,8 @@ from scrapy.exceptions import UsageError
 from docscraper.config import ConfigError
 from docscraper.ops.cli import ToolCommand
 from docscraper.storage.embedding import EmbeddingError
+from docscraper.storage.errors import StateError
 from docscraper.storage.search import Searcher
-from docscraper.storage.state import StateError
 from docscraper.storage.vectors import IndexError_
 
 if TYPE_CHECKING:

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docscraper.config import DocscraperConfig
 from docscraper.storage.backends import load_query_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint
-from docscraper.storage.state import StateStore, schema_revision
 from docscraper.storage.vectors import SearchHit, VectorIndex
+
+if TYPE_CHECKING:
+    from docscraper.storage.state import StateStore
 
 __all__ = ["SearchResult", "Searcher", "search"]
 
@@ -146,6 +148,9 @@ class Searcher:
         return self._lexical
 
     def _state(self) -> StateStore | None:
+        # imported on the first question with images: a one-shot search without them never loads the drivers
+        from docscraper.storage.state import schema_revision
+
         if self._store is None and self._own_store is None:
             # Never create (or migrate) a database a first crawl is still creating: no schema, no images.
             if schema_revision(self.config.state_url) is None:

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 from docscraper._resources import resource_dir
+from docscraper.storage.errors import StateError
 from docscraper.storage.state.models import CrawlRunRow, ImageRow, PageRow, SourceRow
 
 if TYPE_CHECKING:
@@ -58,10 +59,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class StateError(RuntimeError):
-    """The state database cannot be opened or written; the message says which and why."""
 
 
 def utcnow() -> datetime:
