@@ -1,7 +1,9 @@
 """Change detection: hash each page's Markdown against the state table; drop what did not change.
 
 ``ChangeDetectionPipeline`` sets ``metadata.content_hash`` (SHA-256 of the normalized Markdown) and
-``metadata.change`` (``new``, ``changed`` or ``unchanged``). An unchanged page (the same hash, or a 304: the
+``metadata.change`` (``new``, ``changed`` or ``unchanged``). A page whose Markdown is the same but whose title
+is not is ``changed``: the title is part of every chunk's context prefix and metadata, so its chunks are
+written again (with the same ids: the ids follow the Markdown's hash). An unchanged page (the same hash, or a 304: the
 spider's ``not_modified`` item) is marked seen and dropped with ``DropItem`` at DEBUG level: no chunking, no
 embedding, no index write (DESIGN rule 2). Seen-marks are written to the state database in batches of
 ``DOCSCRAPER_SEEN_FLUSH_SIZE`` and when the spider closes.
@@ -60,7 +62,8 @@ class ChangeDetectionPipeline(RunPipeline):
         previous = target.known.get(meta.page_id)
         if previous is None or previous.status != "active" or not previous.content_hash:
             meta.change = "new"
-        elif previous.content_hash != meta.content_hash:
+        elif previous.content_hash != meta.content_hash or (previous.title or None) != (item.title or None):
+            # the title is in every chunk's prefix and metadata: a new title alone is a change
             meta.change = "changed"
         else:
             meta.change = "unchanged"

@@ -312,6 +312,25 @@ class PipelineTests(TestCase):
         assert changed.report_entry("install.html")["statusReason"] == "changed"
 
     @deferred_f_from_coro_f
+    async def test_a_new_title_alone_is_a_change_that_rewrites_every_chunks_title(self) -> None:
+        first = await self.crawl(page())
+        assert {meta["title"] for meta in self.chunks(first).values()} == {"Install the tool"}
+        renamed = await self.crawl(page(title="Installing"))
+        assert renamed.stat("docscraper/pages_changed") == 1
+        assert renamed.report_entry("install.html")["statusReason"] == "changed"
+        stored = self.chunks(renamed)
+        # every chunk carries the new title; the ids still follow the Markdown's hash, which did not change
+        assert {meta["title"] for meta in stored.values()} == {"Installing"}
+        assert {meta["content_hash"] for meta in stored.values()} == {content_hash(PAGE)}
+        ((kind, upserted), *_) = renamed.writes
+        assert kind == "upsert" and set(upserted) == set(stored)
+        (row,) = self.state(renamed).values()
+        assert row.title == "Installing" and row.chunk_count == len(stored)
+        # once recorded, the same title is unchanged again
+        again = await self.crawl(page(title="Installing"))
+        assert again.writes == [] and again.stat("docscraper/pages_unchanged") == 1
+
+    @deferred_f_from_coro_f
     async def test_a_304_marks_the_page_seen_without_touching_chroma(self) -> None:
         first = await self.crawl(page())
         before = self.chunks(first)

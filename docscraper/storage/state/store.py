@@ -112,6 +112,7 @@ class PageRecord:
     links: tuple[str, ...] = ()
     redirects: tuple[str, ...] = ()
     reindex_requested: bool = False  # marked by `scrapy reindex`: re-process whatever the hash
+    title: str | None = None  # the title its chunks carry (in their prefix and metadata)
 
 
 @dataclass(frozen=True)
@@ -403,6 +404,7 @@ class SqlStateStore:
                     PageRow.links,
                     PageRow.redirects,
                     PageRow.reindex_requested,
+                    PageRow.title,
                 ).where(PageRow.source_id == source_id)
             )
             return {
@@ -420,6 +422,7 @@ class SqlStateStore:
                     links=tuple(row.links or ()),
                     redirects=tuple(row.redirects or ()),
                     reindex_requested=bool(row.reindex_requested),
+                    title=row.title,
                 )
                 for row in rows
             }
