@@ -88,6 +88,8 @@ SPIDER_MIDDLEWARES = {
     "docscraper.crawl.scope_middleware.ScopeMiddleware": 950,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # one download slot per origin (scheme, host, port): a Retry-After pauses that server, not its host
+    "docscraper.crawl.ratelimit.OriginSlotMiddleware": 30,
     # SSRF guard: no request (redirect hops, discovery and robots.txt included) to loopback, private,
     # link-local... addresses other than the source's host; first, so robots.txt is not asked first.
     "docscraper.crawl.ssrf.SsrfGuardMiddleware": 40,

@@ -22,6 +22,7 @@ from scrapy.core.downloader import Slot
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response, TextResponse
+from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -31,6 +32,7 @@ from docscraper.config import ConfigError
 from docscraper.crawl import ratelimit as ratelimit_module
 from docscraper.crawl.ratelimit import (
     CLOSE_REASON,
+    OriginSlotMiddleware,
     RateLimitMiddleware,
     apply_crawl_delay,
     parse_retry_after,
@@ -295,6 +297,64 @@ def test_process_request_passes_when_nothing_is_paused() -> None:
     assert _drive(mw.process_request(Request(f"https://{HOST}/a"))) is None
 
 
+# --- one slot per origin ------------------------------------------------------------------------------
+
+
+def slot_of(url: str, **meta: Any) -> str | None:
+    request = Request(url, meta=meta)
+    OriginSlotMiddleware().process_request(request)
+    return request.meta.get("download_slot")
+
+
+def test_every_origin_has_its_own_download_slot() -> None:
+    assert slot_of("http://127.0.0.1:8001/a") == "http://127.0.0.1:8001"
+    assert slot_of("http://127.0.0.1:8002/a") == "http://127.0.0.1:8002"
+    assert slot_of("https://Docs.Example.com/a?b") == slot_of("https://docs.example.com:443/c") == \
+        "https://docs.example.com:443"
+    assert slot_of("http://docs.example.com/a") == "http://docs.example.com:80"
+    assert slot_of("http://[::1]:8080/") == "http://[::1]:8080"
+    assert slot_of("file:///tmp/docs/index.html") is None
+    # a slot someone else chose stays
+    assert slot_of("http://127.0.0.1:8001/a", download_slot="mine") == "mine"
+
+
+def test_a_redirected_request_takes_the_slot_of_its_new_origin() -> None:
+    first = Request("http://127.0.0.1:8001/old")
+    OriginSlotMiddleware().process_request(first)
+    # Scrapy's RedirectMiddleware copies the meta into the request for the new URL
+    moved = first.replace(url="http://127.0.0.1:8002/new")
+    OriginSlotMiddleware().process_request(moved)
+    assert moved.meta["download_slot"] == "http://127.0.0.1:8002"
+    local = moved.replace(url="file:///tmp/page.html")
+    OriginSlotMiddleware().process_request(local)
+    assert "download_slot" not in local.meta
+
+
+def test_retry_after_from_one_port_does_not_pause_another_port_of_the_host(calls: list[FakeCall]) -> None:
+    crawler, mw, _ = make()
+    paused = Request("http://127.0.0.1:8001/page")
+    OriginSlotMiddleware().process_request(paused)
+    response = Response(paused.url, status=429, headers={"Retry-After": "30"}, request=paused)
+    mw._response_downloaded(response, paused)
+    assert stats(crawler)["retry_after_waits"] == 1
+    # the other server of the host is not paused: its request goes out at once
+    other = Request("http://127.0.0.1:8002/page")
+    OriginSlotMiddleware().process_request(other)
+    assert _drive(mw.process_request(other)) is None
+    # the paused one is the server that answered, not its host
+    now = ratelimit_module.monotonic()
+    assert mw._hosts["http://127.0.0.1:8001"].not_before > now + 29
+    assert "127.0.0.1" not in mw._hosts and "http://127.0.0.1:8002" not in mw._hosts
+
+
+def test_the_project_gives_requests_their_origin_slot_before_any_other_middleware() -> None:
+    project = Settings()
+    project.setmodule("settings")
+    order = {k: v for k, v in project.getwithbase("DOWNLOADER_MIDDLEWARES").items() if v is not None}
+    name = "docscraper.crawl.ratelimit.OriginSlotMiddleware"
+    assert order[name] < min(v for k, v in order.items() if k != name)
+
+
 # --- Crawl-delay ----------------------------------------------------------------------------------------
 
 
@@ -358,9 +418,10 @@ def test_no_crawl_delay(settings: dict[str, Any], body: str, status: int, path: 
 def test_hook_for_a_robots_component() -> None:
     crawler, mw, engine = make()
     assert ratelimit_for(crawler) is mw
-    slot = engine.downloader.slots[HOST] = Slot(8, 0.0, 0.5)
+    origin = f"https://{HOST}:443"
+    slot = engine.downloader.slots[origin] = Slot(8, 0.0, 0.5)
     apply_crawl_delay(crawler, f"https://{HOST}/robots.txt", 1.5)
-    assert mw.crawl_delay(HOST) == 1.5 and slot.delay == 1.5
+    assert mw.crawl_delay(origin) == 1.5 and slot.delay == 1.5 and mw.crawl_delay(HOST) is None
     apply_crawl_delay(crawler, "other.example.com", 3)
     assert mw.crawl_delay("other.example.com") == 3.0
     # without the middleware, a no-op

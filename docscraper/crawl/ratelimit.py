@@ -1,6 +1,9 @@
 """Rate limits a site asks for: ``Retry-After``, repeated 429s, and robots.txt ``Crawl-delay``.
 
-Everything here works per Scrapy download slot (one per host by default), with Scrapy's own machinery:
+Everything here works per Scrapy download slot, with Scrapy's own machinery. Scrapy's slots are per host
+name (per IP with ``CONCURRENT_REQUESTS_PER_IP``), so two servers on two ports of one host would pause
+together: :class:`OriginSlotMiddleware` gives every ``http(s)`` request the slot of its origin (scheme, host
+and port) in ``download_slot``, the meta key Scrapy's downloader reads for that purpose.
 
 * A 429 or 503 response with ``Retry-After`` (seconds, or an HTTP date read against the response's
   ``Date``) pauses its whole slot until then. The pause starts in the ``response_downloaded`` signal,
@@ -50,9 +53,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOSE_REASON",
+    "OriginSlotMiddleware",
     "RateLimitMiddleware",
     "apply_crawl_delay",
     "enforce_delay_floor",
+    "origin_slot",
     "parse_retry_after",
     "ratelimit_for",
 ]
@@ -68,6 +73,44 @@ PAUSE_STATUSES = frozenset({429, 503})
 _DELAY_SECONDS = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
 # RFC 9309 lets a crawler stop reading robots.txt after 500 KiB.
 _ROBOTS_MAX_BYTES = 500 * 1024
+
+
+#: Meta flag: the request's ``download_slot`` was set by :class:`OriginSlotMiddleware` (and follows its URL).
+_ORIGIN_SLOT = "docscraper_origin_slot"
+
+
+def origin_slot(url: str) -> str | None:
+    """The download slot of *url*'s origin, ``scheme://host:port`` (default port written out, host
+    lowercased); None for a URL with no host (``file:``, ``data:``)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a port that is no number: the downloader refuses the URL anyway
+        return None
+    host = parts.hostname
+    return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+class OriginSlotMiddleware:
+    """Downloader middleware: one download slot per origin (scheme, host and port), not per host name, so
+    that a ``Retry-After`` or ``Crawl-delay`` of one server pauses that server only, and concurrency and
+    AutoThrottle are per server. Sets Scrapy's ``download_slot`` meta key unless something else set it;
+    a redirected request (its meta is copied) gets the slot of its new URL. First in the chain
+    (priority 30), before anything that reads a request's slot."""
+
+    def process_request(self, request: Request) -> None:
+        meta = request.meta
+        if "download_slot" in meta and not meta.get(_ORIGIN_SLOT):
+            return  # chosen by someone else (a spider, a user's middleware)
+        slot = origin_slot(request.url)
+        if slot is None:  # no origin (a local file): Scrapy's own choice
+            if meta.pop(_ORIGIN_SLOT, None):
+                meta.pop("download_slot", None)
+            return
+        meta["download_slot"] = slot
+        meta[_ORIGIN_SLOT] = True
 
 
 def parse_retry_after(value: str | bytes | None, *, now: datetime | None = None) -> float | None:
@@ -424,7 +467,9 @@ def apply_crawl_delay(crawler: Crawler, url_or_key: str, seconds: float) -> None
         return
     key = url_or_key
     if "://" in url_or_key:
-        key = limiter._downloader.get_slot_key(Request(url_or_key))
+        request = Request(url_or_key)
+        OriginSlotMiddleware().process_request(request)
+        key = limiter._downloader.get_slot_key(request)
     limiter.set_crawl_delay(key, seconds)
 
 
