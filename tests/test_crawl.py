@@ -44,7 +44,11 @@ def test_first_crawl_indexes_every_allowed_page_once(shared_site: DocsServer, cr
     assert stats["success.new"] == ALLOWED_PAGES
     assert stats["success.changed"] == stats["success.unchanged"] == stats["success.removed"] == 0
     assert report["result"] == "partial"  # the 404 and 500 routes
-    assert result.keys("failed") == {"missing-page.html", "flaky.html"}
+    assert result.keys("failed") == {"flaky.html"}
+    # a link to a page that never existed is the site's broken link, with the pages that link to it
+    assert result.keys("skipped", "brokenLink") == {"missing-page.html"}
+    broken = report["items"]["missing-page.html"]
+    assert broken["httpStatus"] == 404 and broken["linkedFrom"] == [f"{shared_site.base_url}/docs/faq.html"]
     assert result.keys("skipped", "gone") == {"retired.html"}  # a 410 never indexed: no failure
     assert result.keys("skipped", "robots") == {"private/secret.html"}
     assert result.keys("skipped", "redirectDuplicate") == {"old-install.html"}
@@ -166,6 +170,14 @@ def test_max_depth_zero_crawls_the_seed_only(shared_site: DocsServer, crawl: Cra
     assert result.keys("success") == {"./"}
     # llms.txt and sitemap pages are depth 1: refused, with the reason
     assert result.keys("skipped", "depth") >= {"faq.html", "changelog.html", "reference/api/server.html"}
+
+
+def test_a_seed_that_answers_404_is_a_failure_not_a_broken_link(shared_site: DocsServer, crawl: Crawl) -> None:
+    result = crawl(f"{shared_site.base_url}/docs/missing-page.html", "max_depth=0")
+    report = assert_valid(result)
+    (key,) = result.keys("failed", "httpError")
+    assert key.endswith("missing-page.html") and report["items"][key]["httpStatus"] == 404
+    assert not result.keys("skipped", "brokenLink") and report["result"] == "partial"
 
 
 def test_full_recrawl_processes_every_page(shared_site: DocsServer, crawl: Crawl) -> None:

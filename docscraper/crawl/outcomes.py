@@ -84,11 +84,14 @@ class RunOutcomes:
         self.ledger.record(key, "success", change, fetched_at=fetched_at, **details)
 
     def failed(self, url: str, reason: str, detail: str, *, http_status: int | None = None,
-               pid: str | None = None, fetched_at: str | None = None, **details: Any) -> None:
+               pid: str | None = None, fetched_at: str | None = None, seed: bool = False,
+               linked_from: str | None = None, **details: Any) -> None:
         """A page that could not be fetched or parsed. It is not an orphan; 410 and repeated 404s of a page
         the index holds retire it at a clean close (DESIGN rule 4). A 410 from a page the index does not hold
         (retired already, or never indexed) is no failure: the site says it is gone on purpose, so it is
-        skipped as ``gone`` and does not make every later run partial while a link to it stays."""
+        skipped as ``gone`` and does not make every later run partial while a link to it stays. A 404 from
+        such a page (*seed* excepted: a missing seed is the source's failure) is skipped as ``brokenLink``,
+        with *linked_from*, the page whose link led to it, when known."""
         assert self.target is not None
         pid = pid or page_id(url)
         self.ledger.reached.add(pid)
@@ -98,6 +101,15 @@ class RunOutcomes:
             self.stat("pages_refused/gone")
             self.ledger.record(key, "skipped", "gone", fetched_at=fetched_at, url=url, detail=detail,
                                httpStatus=http_status, pageId=pid, **details)
+            return
+        if http_status == 404 and not seed and (prev is None or prev.status != "active"):
+            # A link to a page that does not exist and that the index does not hold: the site's broken
+            # link, not a page that failed (which would make every run partial while the link stays).
+            # The pages that link to it are added at close (RunReporter), the one that led here now.
+            self.stat("pages_refused/brokenLink")
+            self.ledger.record(key, "skipped", "brokenLink", fetched_at=fetched_at, url=url, detail=detail,
+                               httpStatus=http_status, pageId=pid, linkedFrom=[linked_from] if linked_from else None,
+                               **details)
             return
         self.stat("pages_failed")
         self.ledger.record(key, "failed", reason, fetched_at=fetched_at, url=url, detail=detail,

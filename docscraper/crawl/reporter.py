@@ -223,6 +223,7 @@ class RunReporter:
                 ledger.record(retiring[pid], "success", "removed", fetched_at=iso_utc(now), url=rec.url,
                               pageId=pid, detail="gone (410, or 404 on consecutive runs)")
             self.outcomes.stat("pages_removed", len(to_remove) + len(retire))
+        await self._link_broken_links()
         result, result_reason = self.result(reason)
         items = ledger.items
         stats = self.crawler.stats
@@ -266,6 +267,26 @@ class RunReporter:
                       str(path)),
         )
         logger.info("Run %s %s: %s; report %s", ledger.report_id, result, _brief(report["stats"]), path)
+
+    async def _link_broken_links(self) -> None:
+        """Name, in each ``brokenLink`` entry's ``linkedFrom``, the pages whose links lead to it (the state's
+        links of every active page, this run's included, as a reader fixing the site wants them)."""
+        resources = self.resources
+        assert resources.store is not None and resources.target is not None
+        broken = {entry["pageId"]: key for key, entry in self.ledger.items.items()
+                  if entry.get("statusReason") == "brokenLink" and entry.get("pageId")}
+        if not broken:
+            return
+        try:
+            linking = await resources.db(resources.store.linking_pages, resources.target.source.id, list(broken))
+        except Exception as exc:  # the report goes out without them
+            logger.warning("Cannot list the pages that link to %d broken link(s): %s", len(broken), exc)
+            return
+        for pid, key in broken.items():
+            entry = self.ledger.items[key]
+            pages = sorted(set(linking.get(pid, ())) | set(entry.get("linkedFrom") or ()))
+            if pages:
+                entry["linkedFrom"] = pages
 
     async def _finish_worker(self, target: CrawlTarget, reason: str) -> None:
         """Close a distributed worker that does not write the report: its own run row only."""

@@ -485,9 +485,12 @@ class DocsSpider(scrapy.Spider):
                 return []
             # a local file's 404/403 says why (docscraper.crawl.localfiles)
             detail = request.meta.get("docscraper_local_detail") or f"HTTP {status}"
+            referer = request.headers.get(b"Referer")
             outcomes.failed(response.url, "httpError", detail, http_status=status,
                             pid=page_id(response.url) if request.meta.get("redirect_urls") else pid,
-                            fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"))
+                            fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"),
+                            seed=bool(request.meta.get("docscraper_seed")),
+                            linked_from=referer.decode("latin-1") if referer else None)
             return []
         if failure.check(IgnoreRequest) and not _over_size_cap(failure):
             message = str(failure.value)

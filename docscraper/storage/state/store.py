@@ -223,6 +223,7 @@ class StateStore(Protocol):
     def delete_source(self, source_id: int) -> dict[str, int]: ...
     def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int: ...
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
+    def linking_pages(self, source_id: int, page_ids: Iterable[str], limit: int = 10) -> dict[str, list[str]]: ...
     def close(self) -> None: ...
 
 
@@ -555,6 +556,29 @@ class SqlStateStore:
                 count += getattr(result, "rowcount", 0) or 0
                 session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id.in_(batch)))
         return count
+
+    def linking_pages(self, source_id: int, page_ids: Iterable[str], limit: int = 10) -> dict[str, list[str]]:
+        """For each page id of *page_ids*: the URLs of the source's active pages whose stored links lead to it
+        (at most *limit*, sorted), from the links of each page's last full fetch. A page id nothing links to
+        is left out."""
+        wanted = set(page_ids)
+        if not wanted:
+            return {}
+        from docscraper.urls import page_id
+
+        found: dict[str, set[str]] = {}
+        with self._session() as session:
+            rows = session.execute(select(PageRow.url, PageRow.links).where(
+                PageRow.source_id == source_id, PageRow.status == "active", PageRow.links.is_not(None)))
+            for url, links in rows:
+                for link in links or ():
+                    try:
+                        pid = page_id(link)
+                    except ValueError:
+                        continue
+                    if pid in wanted:
+                        found.setdefault(pid, set()).add(url)
+        return {pid: sorted(urls)[:limit] for pid, urls in found.items()}
 
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]:
         """The images of these pages of the source called *source*, by page id, in document order; a
