@@ -44,9 +44,12 @@ from sqlalchemy.orm import Session
 from twisted.internet.defer import Deferred
 from twisted.trial.unittest import TestCase
 
+from docscraper.config import DocscraperConfig
 from docscraper.crawl.resources import CrawlResources
 from docscraper.items import PageItem, PageMetadata
 from docscraper.spiders.docs import DocsSpider
+from docscraper.storage.model_identity import ModelMismatch
+from docscraper.storage.search import Searcher
 from docscraper.storage.state import PageRecord, PageWrite, SqlStateStore
 from docscraper.storage.state.models import PageRow
 from docscraper.storage.vectors import ChromaIndex, ChunkRecord, IndexError_, chunk_id, forget_persistent_clients
@@ -88,6 +91,12 @@ class WordEmbedder:
 
     def close(self) -> None:
         pass
+
+
+class WideWordEmbedder(WordEmbedder):
+    """Another model: the same words, vectors of another dimension."""
+
+    dimension = 24
 
 
 class RecordingIndex(ChromaIndex):
@@ -205,7 +214,8 @@ class PipelineTests(TestCase):
         # the persistent Chroma system this process keeps for the test's directory
         forget_persistent_clients()
 
-    async def crawl(self, *items: PageItem, settings: dict[str, Any] | None = None, **args: str) -> Run:
+    async def crawl(self, *items: PageItem, settings: dict[str, Any] | None = None, finish: str = "finished",
+                    **args: str) -> Run:
         """Feed *items* to the pipelines in one crawl of SEED (``-a`` arguments in *args*) and wait for it to end."""
         project = Settings()
         project.setmodule("settings", priority="project")
@@ -225,9 +235,9 @@ class PipelineTests(TestCase):
             **(settings or {}),
         }, priority="cmdline")
         crawler = Crawler(FeedSpider, project)
-        await crawler.crawl_async(source=SEED, pages=list(items), **args)
+        await crawler.crawl_async(pages=list(items), **{"source": SEED, **args})
         run = Run(crawler)
-        assert run.stat("finish_reason") == "finished"
+        assert run.stat("finish_reason") == finish
         return run
 
     def state(self, run: Run) -> dict[str, PageRecord]:
@@ -357,6 +367,60 @@ class PipelineTests(TestCase):
         unchanged = await self.crawl(page(not_modified=True))
         assert unchanged.stat("docscraper/embedding/loaded_at_open") is None
         assert unchanged.stat("docscraper/embedding_batches") is None
+
+    # -- the index records its model --------------------------------------------------------------------
+
+    @deferred_f_from_coro_f
+    async def test_another_model_is_refused_unless_the_run_re_embeds_everything(self) -> None:
+        first = await self.crawl(page())
+        index = ChromaIndex(path=first.resources.config.chroma_path)
+        try:
+            recorded = index.recorded_model()
+        finally:
+            index.close()
+        assert recorded is not None and recorded.embedder == f"{__name__}.WordEmbedder" and recorded.dimension == 16
+        before = self.chunks(first)
+        other = {"DOCSCRAPER_EMBEDDER_CLASS": f"{__name__}.WideWordEmbedder"}
+        refused = await self.crawl(page(CHANGED), settings=other, finish="model_mismatch")
+        assert refused.writes == [] and self.chunks(refused) == before
+        assert "WordEmbedder" in (refused.resources.open_error or "") and "-a full=1" in refused.resources.open_error
+        assert self.state(refused)[PID].content_hash == content_hash(PAGE)
+        # a search with the other model is refused too: its distances would mean nothing
+        searching = DocscraperConfig.from_settings(Settings({**other, "DOCSCRAPER_DATA_DIR": str(self.data_dir)}))
+        with pytest.raises(ModelMismatch, match="WordEmbedder"):
+            Searcher(searching).close()
+        # -a full=1 re-embeds everything: every old vector goes, the new model is recorded
+        full = await self.crawl(page(CHANGED), settings=other, full="1")
+        assert full.stat("docscraper/model_reset_chunks") == len(before)
+        stored = self.chunks(full)
+        assert set(stored) == self.ids(full, CHANGED, 2)
+        index = ChromaIndex(path=full.resources.config.chroma_path)
+        try:
+            recorded = index.recorded_model()
+            assert {len(v) for v in index.vectors_for(list(stored)).values()} == {24}
+        finally:
+            index.close()
+        assert recorded is not None and recorded.embedder == f"{__name__}.WideWordEmbedder" and recorded.dimension == 24
+        # and the next run with that model is an ordinary one
+        again = await self.crawl(page(CHANGED), settings=other)
+        assert again.writes == [] and again.stat("docscraper/pages_unchanged") == 1
+
+    @deferred_f_from_coro_f
+    async def test_a_model_change_marks_every_other_sources_pages_to_be_embedded_again(self) -> None:
+        other_seed = "https://other.example.test/"
+        other_url = other_seed + "page.html"
+        other_page = page(url=other_url)
+        other_page.metadata.path = "page.html"
+        theirs = await self.crawl(other_page, source=other_seed)
+        ours = await self.crawl(page())
+        assert ours.source.id != theirs.source.id
+        wide = {"DOCSCRAPER_EMBEDDER_CLASS": f"{__name__}.WideWordEmbedder"}
+        await self.crawl(page(), settings=wide, full="1")
+        # the other source's chunks were dropped with the old model's vectors: its next run embeds them again
+        assert self.chunks(ours, page_id(other_url)) == {}
+        # (the spider turns the mark into a forced page, as for `scrapy reindex`: tests/test_reindex.py)
+        assert self.state(theirs)[page_id(other_url)].reindex_requested is True
+        assert self.state(ours)[PID].reindex_requested is False  # re-embedded by the full run itself
 
     # -- DESIGN rule 1: the state row is committed last ------------------------------------------------------
 

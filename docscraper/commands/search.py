@@ -12,6 +12,7 @@ from docscraper.config import ConfigError
 from docscraper.ops.cli import ToolCommand
 from docscraper.storage.embedding import EmbeddingError
 from docscraper.storage.errors import StateError
+from docscraper.storage.model_identity import ModelMismatch
 from docscraper.storage.search import Searcher
 from docscraper.storage.vectors import IndexError_
 
@@ -54,7 +55,7 @@ class Command(ToolCommand):
                                           per_page=None if opts.all_chunks else 1, with_images=opts.images)
             finally:
                 searcher.close()
-        except (ConfigError, EmbeddingError, IndexError_, StateError, ValueError) as exc:
+        except (ConfigError, EmbeddingError, IndexError_, ModelMismatch, StateError, ValueError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return

@@ -45,6 +45,7 @@ from docscraper.crawl.workers import WorkerProcesses
 from docscraper.storage.backends import export_for_questions, load_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
+from docscraper.storage.model_identity import ModelIdentity, ModelMismatch, model_identity
 from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
 from docscraper.storage.vectors import IndexError_, VectorIndex
 
@@ -66,6 +67,7 @@ _OPEN_ERRORS: dict[type[Exception], str] = {
     IndexError_: "index_unavailable",
     RenderError: "render_unavailable",
     LookupError: "unknown_source",
+    ModelMismatch: "model_mismatch",
 }
 
 
@@ -96,6 +98,8 @@ class CrawlResources:
         self.target: CrawlTarget | None = None
         self.store: StateStore | None = None
         self.index: VectorIndex | None = None
+        # the model the index records (checked at open against the configured one)
+        self.model: ModelIdentity | None = None
         # the Markdown mirror (-a save_dir, DOCSCRAPER_SAVE_DIR), or None
         self.mirror: Mirror | None = None
         # processes that parse fetched pages off the reactor (DOCSCRAPER_PARSE_WORKERS), started on first use
@@ -270,6 +274,7 @@ class CrawlResources:
         )
         if cfg.index_enabled:
             self.index = await self.call("index", open_vector_index, cfg)
+            self.model = await self._check_model(store, self.index, target)
         self.opened = True
         if cfg.index_enabled and not any(p.status == "active" for p in target.known.values()):
             # a source with no page indexed: every page will be new, so the model is needed; it loads
@@ -285,6 +290,39 @@ class CrawlResources:
             target.scope.as_dict(),
         )
 
+    async def _check_model(self, store: StateStore, index: VectorIndex, target: CrawlTarget) -> ModelIdentity:
+        """The configured model, checked against the one the index records (see
+        :mod:`docscraper.storage.model_identity`). Another model: :class:`ModelMismatch`, unless this run
+        re-embeds everything (``-a full=1``): then every vector goes (every source's), and every page of every
+        source is marked to be embedded again (this run does this source's; the others' next runs do theirs)."""
+        identity = await self.call("model", model_identity, self.config)
+        recorded = await self.call("index", index.recorded_model)
+        if recorded is None:
+            # a new collection, or one written before the model was recorded (by the bundled model then)
+            await self.call("index", index.record_model, identity)
+            return identity
+        if recorded.same_model(identity):
+            return recorded if recorded.dimension else identity
+        where = f"collection {self.config.chroma_collection!r} at {index.location}"
+        if not self.args.full:
+            raise ModelMismatch(
+                f"the {where} holds vectors of model {recorded.describe()}; this crawl embeds with "
+                f"{identity.describe()}, and two models' vectors cannot share an index. Crawl with -a full=1 "
+                f"(scrapy recrawl {target.source.name} --full) to embed everything again with the new model (every "
+                "source's vectors are dropped; the other sources are re-embedded at their next crawl), set "
+                "DOCSCRAPER_EMBEDDING_MODEL back, or use another DOCSCRAPER_CHROMA_COLLECTION")
+        marked = 0
+        for summary in await self.db(store.list_sources):
+            pages = await self.db(store.load_pages, summary.source.id)
+            marked += await self.db(store.mark_reindex, summary.source.id,
+                                    [pid for pid, page in pages.items() if page.status == "active"])
+        deleted = await self.call("index", index.reset, identity)
+        logger.warning("The embedding model changed from %s to %s: the %s was emptied (%d chunks) and %d pages of "
+                       "every source are marked to be embedded again", recorded.describe(), identity.describe(),
+                       where, deleted, marked)
+        self.outcomes.count("model_reset_chunks", deleted)
+        return identity
+
     async def spider_closed(self, spider: Any, reason: str) -> None:
         if self.crawler.stats is not None:
             for name, value in (("in_workers", self.parsers.in_workers), ("in_reactor", self.parsers.here),
@@ -295,6 +333,10 @@ class CrawlResources:
         try:
             await self.crawler.signals.send_catch_log_async(run_closing, resources=self, reason=reason)
             if self._embedder is not None:
+                if self.index is not None and self.model is not None and not self.model.dimension:
+                    # the dimension is known once the model is loaded
+                    self.model = self.model.with_dimension(self._embedder.dimension)
+                    await self.call("index", self.index.record_model, self.model)
                 # once per model and data directory: questions are then embedded without torch
                 await self.call("model", export_for_questions, self.config, self._embedder)
         finally:

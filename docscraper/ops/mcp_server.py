@@ -60,6 +60,7 @@ from docscraper.ops.sources import (
 from docscraper.ops.status import crawl_status
 from docscraper.storage.backends import load_query_embedder, open_vector_index
 from docscraper.storage.embedding import Embedder, EmbeddingError
+from docscraper.storage.model_identity import ModelMismatch
 from docscraper.storage.search import Searcher
 from docscraper.storage.state import StateError
 from docscraper.storage.vectors import IndexError_, VectorIndex, forget_persistent_clients, persistent_stamp
@@ -180,7 +181,10 @@ class DocsTools:
                 if persistent:
                     forget_persistent_clients()
             self._index = open_vector_index(config)
-            self._searcher = Searcher(config, embedder=self._embedder, index=self._index)
+            try:
+                self._searcher = Searcher(config, embedder=self._embedder, index=self._index, check=True)
+            except ModelMismatch as exc:
+                raise ToolError(str(exc)) from None
             # after opening: opening writes to the directory itself
             self._stamp = persistent_stamp(config.chroma_path) if persistent else None
         return self._searcher

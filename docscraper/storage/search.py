@@ -24,12 +24,13 @@ from docscraper.config import DocscraperConfig
 from docscraper.storage.backends import load_query_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint
+from docscraper.storage.model_identity import ModelMismatch, model_identity
 from docscraper.storage.vectors import SearchHit, VectorIndex
 
 if TYPE_CHECKING:
     from docscraper.storage.state import StateStore
 
-__all__ = ["SearchResult", "Searcher", "search"]
+__all__ = ["SearchResult", "Searcher", "check_model", "search"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +58,37 @@ class SearchResult:
         return asdict(self)
 
 
+def check_model(config: DocscraperConfig, index: VectorIndex) -> None:
+    """:class:`ModelMismatch` when the index's vectors were made by another model than *config*'s: a
+    question embedded by one model is no nearer to the right chunks of another's."""
+    recorded = index.recorded_model()
+    if recorded is None:
+        return
+    mine = model_identity(config)
+    if not recorded.same_model(mine):
+        raise ModelMismatch(
+            f"the index at {index.location} holds vectors of model {recorded.describe()}, but "
+            f"DOCSCRAPER_EMBEDDING_MODEL names {mine.describe()}: its answers would be meaningless. Search with "
+            "the index's model, or recrawl the sources with --full to embed them with the new one")
+
+
 class Searcher:
     """The model and the index, open for many questions; the state database (for ``with_images``) is
-    opened on the first question that needs it, unless *store* is given."""
+    opened on the first question that needs it, unless *store* is given. The index's model is checked
+    against the configured one (:func:`check_model`) unless the caller brings its own *embedder*
+    (*check* says otherwise)."""
 
     def __init__(self, config: DocscraperConfig, *, embedder: Embedder | None = None,
-                 index: VectorIndex | None = None, store: StateStore | None = None) -> None:
+                 index: VectorIndex | None = None, store: StateStore | None = None,
+                 check: bool | None = None) -> None:
         self.config = config
         self._store = store
         self._own_store: StateStore | None = None
         self._lexical: LexicalIndex | None = None
         self._lexical_stamp: object | None = None
         self.index = index or open_vector_index(config)
+        if check if check is not None else embedder is None:
+            check_model(config, self.index)
         self.embedder = embedder or load_query_embedder(config)
 
     def search(self, question: str, *, k: int = 5, source: str | None = None,

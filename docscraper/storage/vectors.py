@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from docscraper.storage.model_identity import ModelIdentity
+
 __all__ = [
     "GENERATION_KEY",
     "ChromaIndex",
@@ -103,6 +105,16 @@ class VectorIndex(Protocol):
     def generation(self) -> str | None:
         """A token that changes before every write to the index, as read now (from any process); None for
         an index written before tokens were kept (ask the index)."""
+        ...
+    def recorded_model(self) -> ModelIdentity | None:
+        """The model whose vectors the index holds, as recorded by :meth:`record_model`; None: none recorded."""
+        ...
+    def record_model(self, identity: ModelIdentity) -> None:
+        """Record *identity* as the model of every vector in the index."""
+        ...
+    def reset(self, identity: ModelIdentity) -> int:
+        """Delete every chunk of every source (the collection is made anew, so vectors of another dimension
+        fit), then record *identity*; returns how many chunks went."""
         ...
     def close(self) -> None: ...
 
@@ -184,6 +196,28 @@ class ChromaIndex:
         metadata = self.client.get_collection(self.collection.name, embedding_function=None).metadata or {}
         token = metadata.get(GENERATION_KEY)
         return str(token) if token is not None else None
+
+    def _metadata(self) -> dict[str, Any]:
+        return dict(self.client.get_collection(self.collection.name, embedding_function=None).metadata or {})
+
+    def recorded_model(self) -> ModelIdentity | None:
+        return ModelIdentity.from_metadata(self._metadata())
+
+    def record_model(self, identity: ModelIdentity) -> None:
+        metadata = self._metadata()
+        metadata.update(identity.metadata())
+        self.collection.modify(metadata=metadata)
+
+    def reset(self, identity: ModelIdentity) -> int:
+        name = self.collection.name
+        count = int(self.collection.count())
+        self.client.delete_collection(name)
+        self.collection = self.client.get_or_create_collection(
+            name, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+        )
+        self._writing()
+        self.record_model(identity)
+        return count
 
     def _writing(self) -> None:
         """A new generation token before each write: whoever read the old one knows the index changed
