@@ -15,8 +15,9 @@ Usage::
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/retrieval_eval.py --keep DIR         # keep the index in DIR
     HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/retrieval_eval.py --reuse DIR        # evaluate a kept index
 
-The helpers at the top (:func:`page_key`, :func:`evaluate`, :class:`Scores`) are also used by
-``tests/test_retrieval.py`` on the fixture site.
+Questions are scored by :mod:`docscraper.ops.evaluate`, the code of ``scrapy evaluate`` (the question
+files here are its older JSON-array format; their paths are relative to the site root). The helpers at the
+top (:func:`batched`, :func:`fetch`, :func:`report`) are also used by ``tests/test_retrieval.py``.
 
 Results, 2026-11-22, on a shared 2-core machine under load (CPU only), Python 3.11 docs, run as
 ``retrieval_eval.py --allow 'tutorial/**' --question-pages`` (the 17 tutorial pages plus the 41 library
@@ -92,7 +93,6 @@ chunks instead of pages did worse on PostgreSQL (K 60, w 1: 0.603 / 0.926 / 0.75
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -101,7 +101,6 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -110,110 +109,68 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from docscraper.ops.evaluate import (  # noqa: E402  (after the project root is on sys.path)
+    DEPTH,
+    Evaluation,
+    Hit,
+    Outcome,
+    Question,
+    answer_key,
+    load_questions,
+    page_key,
+    score,
+)
+
 PYTHON_DOCS = Path("/usr/share/doc/python3.11-doc/html")
 QUESTIONS = Path(__file__).resolve().parent / "python_docs_questions.json"
 DEFAULT_ALLOW = "library/**,tutorial/**"
-#: Ranks are kept up to this depth: recall@1, recall@5, and MRR over the top 10.
-DEPTH = 10
 
 
-# --- evaluation helpers (shared with tests/test_retrieval.py) ---------------------------------------
+# --- evaluation helpers (the scoring itself is docscraper.ops.evaluate, as for scrapy evaluate) -------
 
 
-def page_key(url_or_path: str, prefix: str = "/") -> str:
-    """A page's identity for matching answers: its path under *prefix*, with ``index.html`` and a
-    trailing slash dropped, and a Markdown twin (``X.html.md``, as served for llms.txt) counted as ``X.html``.
-    """
-    path = urlsplit(url_or_path).path if "://" in url_or_path else url_or_path
-    if path.startswith(prefix):
-        path = path[len(prefix):]
-    path = path.lstrip("/")
-    if path.endswith(".html.md"):
-        path = path[: -len(".md")]
-    if path == "index.html" or path.endswith("/index.html"):
-        path = path[: -len("index.html")]
-    return path.rstrip("/")
+def prefix_at(folder: str = "/") -> Callable[[Hit], str]:
+    """The scope prefix that question paths are read against: *folder* on whatever host and port served the
+    hit (a ``--reuse`` index names the port of the run that built it)."""
+    def prefix(hit: Hit) -> str:
+        parts = urlsplit(hit.url)
+        return f"{parts.scheme}://{parts.netloc}{folder}"
+    return prefix
 
 
-def load_questions(path: Path) -> list[dict[str, Any]]:
-    questions: list[dict[str, Any]] = json.loads(Path(path).read_text(encoding="utf-8"))
-    return questions
+def urls_search(search: Callable[[str, int], list[str]]) -> Callable[[str, int], list[Hit]]:
+    """A search that returns page URLs, best first, as :func:`docscraper.ops.evaluate.score` asks."""
+    return lambda question, k: [Hit(url) for url in search(question, k)]
 
 
-@dataclass
-class Outcome:
-    question: str
-    expected: str
-    rank: int | None  # 1-based rank of the expected page in the top DEPTH, None when absent
-    top: list[str]  # page keys, best first
-
-
-@dataclass
-class Scores:
-    name: str
-    outcomes: list[Outcome] = field(default_factory=list)
-
-    def recall(self, k: int) -> float:
-        if not self.outcomes:
-            return 0.0
-        return sum(1 for o in self.outcomes if o.rank is not None and o.rank <= k) / len(self.outcomes)
-
-    @property
-    def mrr(self) -> float:
-        if not self.outcomes:
-            return 0.0
-        return sum(1 / o.rank for o in self.outcomes if o.rank is not None) / len(self.outcomes)
-
-    def misses(self, k: int = 5) -> list[Outcome]:
-        return [o for o in self.outcomes if o.rank is None or o.rank > k]
-
-    def line(self) -> str:
-        return (f"{self.name:<12} recall@1 {self.recall(1):.3f}  recall@5 {self.recall(5):.3f}  "
-                f"MRR@{DEPTH} {self.mrr:.3f}  ({len(self.outcomes)} questions)")
-
-    def miss_lines(self, k: int = 5) -> list[str]:
-        return [f"  {self.name} misses {o.question!r}: expected {o.expected}, rank {o.rank or '>' + str(DEPTH)}, "
-                f"first {o.top[0] if o.top else '(nothing)'}" for o in self.misses(k)]
-
-
-def evaluate(name: str, questions: Sequence[dict[str, Any]], search: Callable[[str, int], list[str]],
-             key: Callable[[str], str]) -> Scores:
-    """Ask every answerable question (``expected`` not null); *search* returns page URLs, best first."""
-    scores = Scores(name)
-    for item in questions:
-        if item.get("expected") is None:
-            continue
-        top = [key(url) for url in search(item["question"], DEPTH)]
-        expected = key(item["expected"])
-        rank = top.index(expected) + 1 if expected in top else None
-        scores.outcomes.append(Outcome(item["question"], item["expected"], rank, top))
-    return scores
-
-
-def report(*all_scores: Scores, k: int = 5) -> str:
-    lines = [s.line() for s in all_scores]
-    for s in all_scores:
-        lines += s.miss_lines(k)
+def report(named: dict[str, Evaluation], k: int = 5) -> str:
+    """Each system's figures, then every question it does not rank *k* or better."""
+    lines = [f"{name:<12} {evaluation.summary()}" for name, evaluation in named.items()]
+    for name, evaluation in named.items():
+        lines += [f"  {name} misses" + line[1:] for line in evaluation.miss_lines(k)]
     return "\n".join(lines)
 
 
-def batched(baseline: Any, questions: Sequence[dict[str, Any]]) -> Callable[[str, int], list[str]]:
-    """A search function for :func:`evaluate` over a :class:`~benchmarks.baseline.BaselineIndex` that embeds
-    all the questions in one batch up front (same results as one at a time, less overhead)."""
-    texts = [q["question"] for q in questions]
+def batched(baseline: Any, questions: Sequence[Question]) -> Callable[[str, int], list[Hit]]:
+    """A search over a :class:`~benchmarks.baseline.BaselineIndex` that embeds all the questions in one
+    batch up front (same results as one at a time, less overhead)."""
+    texts = [q.text for q in questions]
     answers = {text: [hit.url for hit in hits] for text, hits in zip(texts, baseline.search_many(texts, DEPTH),
                                                                        strict=True)}
-    return lambda question, k: answers[question][:k]
+    return urls_search(lambda question, k: answers[question][:k])
 
 
-def rank_lines(ours: Scores, theirs: Scores) -> list[str]:
+def rank_lines(ours: Evaluation, theirs: Evaluation) -> list[str]:
     """Every question that either system does not answer first: both ranks and what each put first."""
+    def first(outcome: Outcome) -> str:
+        return urlsplit(outcome.first.url).path.lstrip("/") if outcome.first else "-"
+
     lines = []
     for a, b in zip(ours.outcomes, theirs.outcomes, strict=True):
         if a.rank == 1 and b.rank == 1:
             continue
-        lines.append(f"  {a.rank or '-':>2} vs {b.rank or '-':>2}  {a.question!r} ({a.expected}); first: "
-                     f"{a.top[0] if a.top else '-'} vs {b.top[0] if b.top else '-'}")
+        lines.append(f"  {a.rank or '-':>2} vs {b.rank or '-':>2}  {a.question.text!r} "
+                     f"({' or '.join(a.question.answers)}); first: {first(a)} vs {first(b)}")
     return lines
 
 
@@ -292,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     questions = load_questions(args.questions)
     allow = args.allow
     if args.question_pages:
-        allow = ",".join([allow, *sorted({q["expected"] for q in questions if q.get("expected")})])
+        allow = ",".join([allow, *sorted({a for q in questions for a in q.answers if "://" not in a})])
     seed = args.seed if args.seed is not None else ("contents.html" if args.question_pages else "")
 
     with tempfile.TemporaryDirectory(prefix="retrieval-eval-") as tmp:
@@ -328,14 +285,16 @@ def main(argv: list[str] | None = None) -> int:
         index = ChromaIndex(path=data_dir / "chroma")
         searcher = Searcher(DocscraperConfig(data_dir=data_dir, state_url="sqlite://"), embedder=embedder,
                             index=index)
-        known = {page_key(p) for p in paths}
-        missing = [q for q in questions if q.get("expected") and page_key(q["expected"]) not in known]
+        known = {page_key(base + p) for p in paths}
+        missing = [q for q in questions if q.answers and not any(answer_key(a, base + "/") in known
+                                                                  for a in q.answers)]
         asked = [q for q in questions if q not in missing]
-        ours = evaluate("docscraper", asked, lambda q, k: [r.url for r in searcher.search(q, k=k)], page_key)
+        root = prefix_at("/")
+        ours = score(asked, urls_search(lambda q, k: [r.url for r in searcher.search(q, k=k)]), root)
         vectors = Searcher(DocscraperConfig(data_dir=data_dir, state_url="sqlite://", search_keyword_weight=0),
                            embedder=embedder, index=index)
-        dense = evaluate("vectors", asked, lambda q, k: [r.url for r in vectors.search(q, k=k)], page_key)
-        theirs = evaluate("baseline", asked, batched(baseline, asked), page_key)
+        dense = score(asked, urls_search(lambda q, k: [r.url for r in vectors.search(q, k=k)]), root)
+        theirs = score(asked, batched(baseline, asked), root)
         chunks = index.count()
         index.close()
 
@@ -345,9 +304,9 @@ def main(argv: list[str] | None = None) -> int:
               f"baseline (fetch, get_text, split, embed): {baseline_s:.0f} s")
     if missing:
         print(f"{len(missing)} questions skipped, their page was not indexed: "
-              + ", ".join(q["expected"] for q in missing))
-    print(report(ours, dense, theirs))
-    print(f"ranks, {ours.name} vs {theirs.name}, where either is not first:")
+              + ", ".join(" or ".join(q.answers) for q in missing))
+    print(report({"docscraper": ours, "vectors": dense, "baseline": theirs}))
+    print("ranks, docscraper vs baseline, where either is not first:")
     print("\n".join(rank_lines(ours, theirs)))
     return 0
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup
 
 from benchmarks.baseline import BaselineIndex
-from benchmarks.retrieval_eval import batched, evaluate, fetch, page_key, report
+from benchmarks.retrieval_eval import batched, fetch, report, urls_search
 from docscraper.config import DocscraperConfig
+from docscraper.ops.evaluate import Hit, answer_key, load_questions, page_key, score
 from docscraper.storage.backends import load_query_embedder
 from docscraper.storage.embedding import SentenceTransformerEmbedder
 from docscraper.storage.onnx_embedding import OnnxQueryEmbedder
@@ -34,18 +34,13 @@ from tests.mockserver import SITE_ROOT, DocsServer
 
 pytestmark = pytest.mark.crawl
 
-QUESTIONS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "questions.json").read_text(encoding="utf-8"))
+QUESTIONS = load_questions(Path(__file__).parent / "questions.json")
 PRIVATE = "private/secret.html"
-DOCS = "/docs/"
 
 # Measured 2026-11-24 (45 questions, 44 answerable): docscraper (hybrid) recall@5 0.977 (43/44), MRR@10
 # 0.867-0.888; the vectors alone 0.977, 0.790; the tutorial baseline 0.909, 0.697. The floor allows three
 # more misses than measured.
 MIN_RECALL_AT_5 = 0.90
-
-
-def key(url_or_path: str) -> str:
-    return page_key(url_or_path, DOCS)
 
 
 @pytest.fixture(scope="module")
@@ -61,48 +56,52 @@ def test_question_set_is_sound() -> None:
     texts = {str(path.relative_to(SITE_ROOT / "docs")): BeautifulSoup(path.read_text(), "html.parser").get_text()
              for path in (SITE_ROOT / "docs").rglob("*.html")}
     assert PRIVATE in texts
+    needles = {q["question"]: q["needle"] for q in json.loads((Path(__file__).parent / "questions.json").read_text())}
     for item in QUESTIONS:
-        where = sorted(page for page, text in texts.items() if item["needle"] in text)
-        assert where == [item["expected"] or PRIVATE], item
-    assert sum(item["expected"] is None for item in QUESTIONS) == 1
-    assert len({item["question"] for item in QUESTIONS}) == len(QUESTIONS)
+        where = sorted(page for page, text in texts.items() if needles[item.text] in text)
+        assert where == list(item.answers or [PRIVATE]), item
+    assert sum(not item.answers for item in QUESTIONS) == 1
 
 
 def test_docscraper_finds_the_right_page_more_often_than_the_tutorial_pipeline(
         shared_site: DocsServer, crawl: Crawl, embedder: SentenceTransformerEmbedder) -> None:
     result = crawl(f"{shared_site.base_url}/docs/", index=True)
+    prefix = f"{shared_site.base_url}/docs/"
+
+    def docs(hit: Hit) -> str:  # the question file's paths are relative to the source's folder
+        return prefix
     index = ChromaIndex(path=result.data_dir / "chroma")
     try:
         got = index.collection.get(include=["metadatas"])
         urls = sorted({str(meta["url"]) for meta in got["metadatas"] or []})
         searcher = Searcher(DocscraperConfig(data_dir=result.data_dir, state_url="sqlite://"), embedder=embedder,
                             index=index)
-        ours = evaluate("docscraper", QUESTIONS, lambda q, k: [r.url for r in searcher.search(q, k=k)], key)
+        ours = score(QUESTIONS, urls_search(lambda q, k: [r.url for r in searcher.search(q, k=k)]), docs)
         vectors = Searcher(DocscraperConfig(data_dir=result.data_dir, state_url="sqlite://", search_keyword_weight=0),
                            embedder=embedder, index=index)
-        dense = evaluate("vectors", QUESTIONS, lambda q, k: [r.url for r in vectors.search(q, k=k)], key)
-        private_hits = {item["question"]: [r.url for r in searcher.search(item["question"], k=10, per_page=None)]
-                        for item in QUESTIONS if item["expected"] is None}
+        dense = score(QUESTIONS, urls_search(lambda q, k: [r.url for r in vectors.search(q, k=k)]), docs)
+        private_hits = {item.text: [r.url for r in searcher.search(item.text, k=10, per_page=None)]
+                        for item in QUESTIONS if not item.answers}
         # the crawl left the model's ONNX export: a new searcher asks without torch, and ranks alike
         fast = load_query_embedder(DocscraperConfig(data_dir=result.data_dir, state_url="sqlite://"))
         assert isinstance(fast, OnnxQueryEmbedder)
         onnx = Searcher(DocscraperConfig(data_dir=result.data_dir, state_url="sqlite://"), embedder=fast,
                         index=index)
         for item in QUESTIONS:
-            assert ([r.url for r in onnx.search(item["question"], k=5)]
-                    == [r.url for r in searcher.search(item["question"], k=5)]), item["question"]
+            assert ([r.url for r in onnx.search(item.text, k=5)]
+                    == [r.url for r in searcher.search(item.text, k=5)]), item.text
     finally:
         index.close()
 
     # The baseline sees exactly the pages docscraper indexed, as HTML from the same server.
     assert len(urls) == 34, urls
     baseline = BaselineIndex.build([(url, fetch(url)) for url in urls], encode=embedder.embed)
-    theirs = evaluate("baseline", QUESTIONS, batched(baseline, QUESTIONS), key)
-    figures = report(ours, dense, theirs)
+    theirs = score(QUESTIONS, batched(baseline, QUESTIONS), docs)
+    figures = report({"docscraper": ours, "vectors": dense, "baseline": theirs})
     print("\n" + figures)
 
-    expected = {key(item["expected"]) for item in QUESTIONS if item["expected"]}
-    assert expected <= {key(url) for url in urls}, figures
+    expected = {answer_key(answer, prefix) for item in QUESTIONS for answer in item.answers}
+    assert expected <= {page_key(url) for url in urls}, figures
     for question, hits in private_hits.items():
         assert not any("/private/" in url for url in hits), (question, hits)
     assert ours.recall(5) >= MIN_RECALL_AT_5, figures
