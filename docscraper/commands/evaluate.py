@@ -46,6 +46,7 @@ class Command(ToolCommand):
         from docscraper.ops.evaluate import EvaluationError, QuestionFileError, evaluate_index, load_questions
         from docscraper.storage.embedding import EmbeddingError
         from docscraper.storage.errors import StateError
+        from docscraper.storage.model_identity import ModelMismatch
         from docscraper.storage.vectors import IndexError_
 
         try:
@@ -55,7 +56,7 @@ class Command(ToolCommand):
         try:
             config = self.config()
             evaluation = evaluate_index(config, questions, k=opts.k, source=opts.source)
-        except (ConfigError, EmbeddingError, EvaluationError, IndexError_, StateError) as exc:
+        except (ConfigError, EmbeddingError, EvaluationError, IndexError_, ModelMismatch, StateError) as exc:
             return self.fail(str(exc), 1)
         try:
             if opts.json:
