@@ -1,7 +1,9 @@
 """Index: write a page's chunks to the vector index, then delete the page's other chunks.
 
 DESIGN rule 1, per page: upsert the new chunks, delete the page's stale chunks, and only then let the
-state commit (the next pipeline) record the page's new hash. A page whose content did not change never
+state commit (the next pipeline) record the page's new hash. Before the first write, the page is recorded
+as an index write in flight (DESIGN rule 8): the state commit clears it, and one left behind (the run died,
+or a write failed) is reconciled by :mod:`docscraper.storage.consistency`. A page whose content did not change never
 gets here. Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
 (:func:`~docscraper.storage.vectors.chunk_id`); metadata per DESIGN.
 
@@ -58,6 +60,10 @@ class IndexPipeline(RunPipeline):
         ]
         new_ids = {record.id for record in records}
         stale = [cid for cid in item.previous_chunks if cid not in new_ids]
+        if (records or stale) and resources.store is not None:
+            # write-ahead (DESIGN rule 8): if the page's state row never commits, the next run knows to
+            # reconcile its chunks; the commit clears it
+            await resources.db(resources.store.begin_index_writes, source_id, [meta.page_id], resources.run_id)
         if records:
             await resources.call("index", index.upsert, records)
         if stale:

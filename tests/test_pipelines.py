@@ -48,6 +48,7 @@ from docscraper.config import DocscraperConfig
 from docscraper.crawl.resources import CrawlResources
 from docscraper.items import PageItem, PageMetadata
 from docscraper.spiders.docs import DocsSpider
+from docscraper.storage.consistency import Verification, check
 from docscraper.storage.model_identity import ModelMismatch
 from docscraper.storage.search import Searcher
 from docscraper.storage.state import PageRecord, PageWrite, SqlStateStore
@@ -121,6 +122,15 @@ class FailingIndex(RecordingIndex):
     def upsert(self, chunks: Sequence[ChunkRecord]) -> None:
         self.writes.append(("upsert", [c.id for c in chunks]))
         raise IndexError_("upsert failed: no space left on device")
+
+
+class HalfWriteIndex(RecordingIndex):
+    """An index whose upserts write their first chunk, then fail (a server gone in the middle of a batch)."""
+
+    def upsert(self, chunks: Sequence[ChunkRecord]) -> None:
+        self.writes.append(("upsert", [c.id for c in chunks]))
+        ChromaIndex.upsert(self, list(chunks)[:1])
+        raise IndexError_("upsert failed after its first chunk: connection reset")
 
 
 class FailingCommitStore(SqlStateStore):
@@ -245,6 +255,16 @@ class PipelineTests(TestCase):
         try:
             return store.load_pages(run.source.id)
         finally:
+            store.close()
+
+    def verify(self, run: Run) -> Verification:
+        """The state and the index compared (:func:`docscraper.storage.consistency.check`)."""
+        store = SqlStateStore(run.resources.config.state_url)
+        index = ChromaIndex(path=run.resources.config.chroma_path)
+        try:
+            return check(store, index)
+        finally:
+            index.close()
             store.close()
 
     def last_run_id(self, run: Run, pid: str = PID) -> str | None:
@@ -446,21 +466,46 @@ class PipelineTests(TestCase):
         assert redone.stat("docscraper/pages_changed") == 1
 
     @deferred_f_from_coro_f
-    async def test_a_failed_state_commit_leaves_the_state_behind_the_index_and_the_next_run_catches_up(
-            self) -> None:
+    async def test_a_failed_state_commit_is_reconciled_at_close_and_the_next_run_catches_up(self) -> None:
         behind = await self.crawl(page(), settings={
             "DOCSCRAPER_STATE_STORE_CLASS": f"{__name__}.FailingCommitStore"})
-        # the chunks are in the index, the state only knows the page failed: the safe side of rule 1
-        assert set(self.chunks(behind)) == self.ids(behind, PAGE, 2)
+        # the chunks went in, the state row did not: at close the run takes back what it wrote (DESIGN rule 8)
+        assert [kind for kind, _ in behind.writes] == ["upsert", "delete"]
+        assert self.chunks(behind) == {}
         row = self.state(behind)[PID]
         assert row.status == "failed" and row.content_hash is None and row.chunk_count is None
         assert behind.report_entry("install.html")["status"] == "failed"
+        report = json.loads(next(behind.resources.config.runs_dir.glob("*/crawl-metadata.json")).read_text())
+        assert report["reconciled"]["pages"] == 1 and report["reconciled"]["chunksDeleted"] == 2
+        assert self.verify(behind).ok
         again = await self.crawl(page())
-        # a new page to the state: indexed again under the same deterministic ids, nothing duplicated
         assert again.stat("docscraper/pages_new") == 1
         assert set(self.chunks(again)) == self.ids(again, PAGE, 2)
-        assert again.writes == [("upsert", sorted(self.ids(again, PAGE, 2)))]
         assert self.state(again)[PID].chunk_count == 2
+        assert self.verify(again).ok
+
+    @deferred_f_from_coro_f
+    async def test_a_changed_page_whose_commit_failed_is_indexed_again_by_the_next_run(self) -> None:
+        await self.crawl(page())
+        failed = await self.crawl(page(CHANGED), settings={
+            "DOCSCRAPER_STATE_STORE_CLASS": f"{__name__}.FailingCommitStore"})
+        # the new chunks went in and the old ones out before the commit failed: the new ones are taken back,
+        # and the page, left without chunks, is marked to be indexed again
+        assert self.chunks(failed) == {}
+        row = self.state(failed)[PID]
+        assert row.content_hash == content_hash(PAGE) and row.reindex_requested is True
+        redone = await self.crawl(page(CHANGED))
+        assert set(self.chunks(redone)) == self.ids(redone, CHANGED, 2)
+        assert self.state(redone)[PID].reindex_requested is False
+        assert self.verify(redone).ok
+
+    @deferred_f_from_coro_f
+    async def test_an_upsert_that_failed_half_way_leaves_no_chunk_of_a_new_page(self) -> None:
+        failed = await self.crawl(page(), settings={"DOCSCRAPER_VECTOR_INDEX_CLASS": f"{__name__}.HalfWriteIndex"})
+        assert failed.report_entry("install.html")["status"] == "failed"
+        # one chunk had gone in before the failure; nothing of the page stays, and nothing disagrees
+        assert self.chunks(failed) == {}
+        assert self.verify(failed).ok
 
     # -- the mirror --------------------------------------------------------------------------------------
 

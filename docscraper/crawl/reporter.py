@@ -123,6 +123,8 @@ class RunReporter:
             return 0
         if resources.index is not None:
             try:
+                # write-ahead (DESIGN rule 8): mark_removed clears it in the transaction that retires them
+                await resources.db(resources.store.begin_index_writes, target.source.id, page_ids, self.ledger.run_id)
                 deleted = await resources.call("index", resources.index.delete_pages, target.source.name, page_ids)
             except Exception as exc:
                 logger.error("Not removing %d pages: their chunks could not be deleted: %s", len(page_ids), exc)
@@ -173,6 +175,7 @@ class RunReporter:
                     await resources.db(store.finish_run, RunRecord(self.ledger.run_id, target.source.id,
                                                                    resources.started_at, utcnow(), reason, "aborted"))
             return
+        await self._reconcile_own_writes(target)
         failures, self.outcomes.failures = self.outcomes.failures, []
         if failures:
             await resources.db(store.record_failures, target.source.id, self.ledger.run_id, failures)
@@ -249,6 +252,7 @@ class RunReporter:
             "scopeOverrides": sorted(args.overrides),
             "frontierCut": ledger.frontier_cut,
             "removal": removal,
+            "reconciled": resources.reconciled,
             "discovery": ledger.discovery,
             "stats": summarize(items),
             "counters": dict(sorted(ledger.counters.items())),
@@ -267,6 +271,25 @@ class RunReporter:
                       str(path)),
         )
         logger.info("Run %s %s: %s; report %s", ledger.report_id, result, _brief(report["stats"]), path)
+
+    async def _reconcile_own_writes(self, target: CrawlTarget) -> None:
+        """The pages this run wrote to the index without committing (a write failed): their chunks made to
+        agree with their state rows now, so the index this run leaves matches the state (DESIGN rule 8)."""
+        resources = self.resources
+        if resources.store is None or resources.index is None:
+            return
+        from docscraper.storage.consistency import reconcile
+
+        try:
+            pending = await resources.db(resources.store.index_writes, target.source.id)
+            mine = sorted(pid for pid, run_id in pending.items() if run_id == self.ledger.run_id)
+            if not mine:
+                return
+            found = await resources.call("index", reconcile, resources.store, resources.index, target.source, mine)
+        except Exception as exc:  # the next run reconciles them
+            logger.warning("Cannot reconcile the index writes this run did not commit: %s", exc)
+            return
+        resources.note_reconciled(found, runs=[self.ledger.run_id], pages=mine)
 
     async def _link_broken_links(self) -> None:
         """Name, in each ``brokenLink`` entry's ``linkedFrom``, the pages whose links lead to it (the state's

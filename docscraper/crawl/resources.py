@@ -43,9 +43,11 @@ from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
 from docscraper.crawl.workers import WorkerProcesses
 from docscraper.storage.backends import export_for_questions, load_embedder, open_state_store, open_vector_index
+from docscraper.storage.consistency import Verification, reconcile
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.model_identity import ModelIdentity, ModelMismatch, model_identity
+from docscraper.storage.runs import run_state
 from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
 from docscraper.storage.vectors import IndexError_, VectorIndex
 
@@ -100,6 +102,8 @@ class CrawlResources:
         self.index: VectorIndex | None = None
         # the model the index records (checked at open against the configured one)
         self.model: ModelIdentity | None = None
+        # what this run reconciled of the index writes earlier runs (or its own failed writes) left behind
+        self.reconciled: dict[str, Any] | None = None
         # the Markdown mirror (-a save_dir, DOCSCRAPER_SAVE_DIR), or None
         self.mirror: Mirror | None = None
         # processes that parse fetched pages off the reactor (DOCSCRAPER_PARSE_WORKERS), started on first use
@@ -275,6 +279,9 @@ class CrawlResources:
         if cfg.index_enabled:
             self.index = await self.call("index", open_vector_index, cfg)
             self.model = await self._check_model(store, self.index, target)
+            target = await self._reconcile(store, self.index, target)
+            self.target = target
+            self.outcomes.bind(target)
         self.opened = True
         if cfg.index_enabled and not any(p.status == "active" for p in target.known.values()):
             # a source with no page indexed: every page will be new, so the model is needed; it loads
@@ -322,6 +329,42 @@ class CrawlResources:
                        where, deleted, marked)
         self.outcomes.count("model_reset_chunks", deleted)
         return identity
+
+    async def _reconcile(self, store: StateStore, index: VectorIndex, target: CrawlTarget) -> CrawlTarget:
+        """Reconcile the index writes that runs of this source began and never committed, when those runs are
+        over (finished, or died: a worker of a shared run that still runs keeps its own): their pages' chunks
+        are made to agree with the state rows (:func:`docscraper.storage.consistency.reconcile`), and a page
+        left without its chunks is marked to be indexed again, by this run. Reported as ``reconciled``."""
+        pending = await self.db(store.index_writes, target.source.id)
+        if not pending:
+            return target
+        now = utcnow()
+        host = socket.gethostname()
+        running = {state.run.run_id for state in await self.db(store.run_states, target.source.id)
+                   if run_state(state, now=now, interval=self.config.progress_interval, host=host) == "running"}
+        over = sorted(pid for pid, run_id in pending.items() if run_id != self.run_id and run_id not in running)
+        if not over:
+            return target
+        runs = sorted({pending[pid] for pid in over})
+        found = await self.call("index", reconcile, store, index, target.source, over)
+        self.note_reconciled(found, runs=runs, pages=over)
+        logger.warning("Reconciled %d page(s) that run(s) %s wrote to the index without committing: %s",
+                       len(over), ", ".join(runs), found.repaired)
+        if found.repaired.get("pagesMarked"):
+            target = target.with_known(await self.db(store.load_pages, target.source.id))
+        return target
+
+    def note_reconciled(self, found: Verification, *, runs: list[str], pages: list[str]) -> None:
+        """Add a reconciliation to the run's report (``reconciled``) and counters."""
+        note = self.reconciled or {"runs": [], "pages": 0, "chunksDeleted": 0, "pagesMarked": 0, "disagreements": {}}
+        note["runs"] = sorted(set(note["runs"]) | set(runs))
+        note["pages"] += len(pages)
+        note["chunksDeleted"] += found.repaired.get("chunksDeleted", 0)
+        note["pagesMarked"] += found.repaired.get("pagesMarked", 0)
+        for kind, count in found.counts().items():
+            note["disagreements"][kind] = note["disagreements"].get(kind, 0) + count
+        self.reconciled = note
+        self.outcomes.count("reconciled_pages", len(pages))
 
     async def spider_closed(self, spider: Any, reason: str) -> None:
         if self.crawler.stats is not None:

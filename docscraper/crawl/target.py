@@ -68,6 +68,10 @@ class CrawlTarget:
         """The report's key of *url*."""
         return self.scope.key(url)
 
+    def with_known(self, known: Mapping[str, PageRecord]) -> CrawlTarget:
+        """The same target with the state's pages read again."""
+        return dataclasses.replace(self, known=known, known_by_fetch={page_id(rec.url): rec for rec in known.values()})
+
     def lookup(self, pid: str) -> PageRecord | None:
         """What the state holds for the page a request's URL stands for (by id, or by fetched URL)."""
         return self.known.get(pid) or self.known_by_fetch.get(pid)

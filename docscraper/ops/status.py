@@ -14,26 +14,21 @@ not listed.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from docscraper.config import DocscraperConfig
 from docscraper.crawl.progress import format_duration
 from docscraper.storage.backends import open_state_store
+from docscraper.storage.runs import MIN_STALE_SECONDS, State, pid_alive, run_state, stale_after
 from docscraper.storage.state import RunState, schema_revision, utcnow
 
 __all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "stale_after"]
 
 logger = logging.getLogger(__name__)
 
-#: A heartbeat younger than this never makes a run dead, however short the progress interval.
-MIN_STALE_SECONDS = 30.0
-
-State = Literal["running", "finished", "died"]
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -80,49 +75,6 @@ class RunStatus:
             "host": self.host,
             "pid": self.pid,
         }
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether process *pid* runs on this machine (a zombie does not). True where it cannot be told."""
-    if pid <= 0:
-        return False
-    if os.name != "posix":  # os.kill(pid, 0) is not a probe on Windows
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: it exists
-        return True
-    except OSError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    fields = stat.rpartition(")")[2].split()
-    return not fields or fields[0] != "Z"
-
-
-def stale_after(interval: float) -> float:
-    """Seconds without a heartbeat after which a run of progress *interval* is dead."""
-    return max(3 * interval, MIN_STALE_SECONDS)
-
-
-def run_state(run: RunState, *, now: datetime, interval: float, host: str | None = None) -> State:
-    """``finished``, ``running`` or ``died``: see the module's docstring. *interval* is the progress
-    interval to assume when the run did not record its own; *host* is this machine's name."""
-    if run.run.finished_at is not None:
-        return "finished"
-    if host is not None and run.host == host and run.pid is not None and not pid_alive(run.pid):
-        return "died"
-    recorded = (run.progress or {}).get("interval_s")
-    if isinstance(recorded, (int, float)) and recorded > 0:
-        interval = float(recorded)
-    last = run.heartbeat_at or run.run.started_at
-    if (now - last).total_seconds() > stale_after(interval):
-        return "died"
-    return "running"
 
 
 def _status(run: RunState, state: State, now: datetime) -> RunStatus:

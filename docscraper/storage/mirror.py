@@ -242,6 +242,17 @@ class Mirror:
             return False
         return found is not None and os.path.isfile(found[1])
 
+    def stored_hash(self, key: str, page_id: str) -> str | None:
+        """The ``content_hash`` in the front matter of the page's mirror file; None when it has no file (or
+        cannot be mirrored). Reads only: for ``scrapy verify``."""
+        try:
+            found = self._target(key, page_id, create=False)
+        except (MirrorRefused, OSError):
+            return None
+        if found is None or not os.path.isfile(found[1]):
+            return None
+        return _read_fields(found[1]).get("content_hash")
+
     # writing ---------------------------------------------------------------------------------------
 
     def _stat(self, name: str) -> None:

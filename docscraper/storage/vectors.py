@@ -96,6 +96,10 @@ class VectorIndex(Protocol):
     def chunk_hashes(self) -> dict[str, str]:
         """Every chunk's id -> chunk_hash."""
         ...
+    def chunk_metadata(self, source: str | None = None, page_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Chunk id -> metadata (no vectors, no texts): every chunk, or those whose metadata names *source*
+        (and one of *page_ids*)."""
+        ...
     def documents(self) -> tuple[list[str], list[str], list[str]]:
         """Every chunk's id, source and document, aligned."""
         ...
@@ -309,16 +313,30 @@ class ChromaIndex:
                                        float(np.dot(np.asarray(emb, dtype=np.float32), query)))
         return [found[cid] for cid in ids if cid in found]
 
-    def _scan(self, include: list[str]) -> Iterable[dict[str, Any]]:
-        """The whole collection, a page of results at a time."""
+    def _scan(self, include: list[str], where: dict[str, Any] | None = None) -> Iterable[dict[str, Any]]:
+        """The whole collection (or the chunks *where* selects), a page of results at a time."""
         step = max(1, min(self.max_batch, 5000))
         offset = 0
         while True:
-            got = self.collection.get(include=include, limit=step, offset=offset)  # type: ignore[arg-type]
+            got = self.collection.get(include=include, limit=step, offset=offset,  # type: ignore[arg-type]
+                                      where=where)
             if not got["ids"]:
                 return
             yield dict(got)
             offset += len(got["ids"])
+
+    def chunk_metadata(self, source: str | None = None, page_ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        if page_ids is not None:
+            for pid in page_ids:
+                got = self.collection.get(where=_where(source, pid), include=["metadatas"])
+                for cid, meta in zip(got["ids"], got.get("metadatas") or [], strict=True):
+                    found[cid] = dict(meta or {})
+            return found
+        for page in self._scan(["metadatas"], _where(source)):
+            for cid, meta in zip(page["ids"], page.get("metadatas") or [], strict=True):
+                found[cid] = dict(meta or {})
+        return found
 
     def chunk_hashes(self) -> dict[str, str]:
         hashes: dict[str, str] = {}

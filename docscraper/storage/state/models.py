@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "CrawlRunRow", "ImageRow", "PageRow", "SourceRow"]
+__all__ = ["Base", "CrawlRunRow", "ImageRow", "IndexWriteRow", "PageRow", "SourceRow"]
 
 
 class Base(DeclarativeBase):
@@ -80,6 +80,20 @@ class ImageRow(Base):
     alt: Mapped[str] = mapped_column(Text, nullable=False, default="")
     caption: Mapped[str | None] = mapped_column(Text)  # the enclosing <figure>'s <figcaption>
     title: Mapped[str | None] = mapped_column(Text)
+
+
+class IndexWriteRow(Base):
+    """A page whose chunks a run is writing to the vector index: inserted before the first index write,
+    deleted in the transaction that commits the page's row (or records its removal). One left behind is a
+    write the state never learnt of, reconciled by the next run (:mod:`docscraper.storage.consistency`).
+    No foreign key to ``pages``: a new page has no row yet."""
+
+    __tablename__ = "index_writes"
+
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True)
+    page_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(64), nullable=False)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 
 class CrawlRunRow(Base):

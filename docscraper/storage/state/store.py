@@ -33,7 +33,7 @@ from sqlalchemy.pool import StaticPool
 
 from docscraper._resources import resource_dir
 from docscraper.storage.errors import StateError
-from docscraper.storage.state.models import CrawlRunRow, ImageRow, PageRow, SourceRow
+from docscraper.storage.state.models import CrawlRunRow, ImageRow, IndexWriteRow, PageRow, SourceRow
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -224,6 +224,15 @@ class StateStore(Protocol):
     def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int: ...
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
     def linking_pages(self, source_id: int, page_ids: Iterable[str], limit: int = 10) -> dict[str, list[str]]: ...
+    def begin_index_writes(self, source_id: int, page_ids: Iterable[str], run_id: str) -> None:
+        """Record that *run_id* is about to write these pages' chunks to the vector index (before it does)."""
+        ...
+    def index_writes(self, source_id: int) -> dict[str, str]:
+        """The source's index writes no state commit followed: page id -> the run that began it."""
+        ...
+    def end_index_writes(self, source_id: int, page_ids: Iterable[str]) -> None:
+        """Forget these pages' index writes (reconciled)."""
+        ...
     def close(self) -> None: ...
 
 
@@ -243,7 +252,7 @@ _MIGRATION_LOCK = 0x646F637363726170  # "docscrap"
 
 #: The newest schema revision: the head of ``migrations/versions`` (a test checks that they agree). A
 #: database already there is opened without importing Alembic.
-SCHEMA_HEAD = "0005"
+SCHEMA_HEAD = "0006"
 
 
 def _current_revision(connection: Any) -> str | None:
@@ -460,6 +469,9 @@ class SqlStateStore:
                 source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
             )
             session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=values))
+            # its index write is committed with it
+            session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
+                                                        IndexWriteRow.page_id == page.page_id))
             # The page's images are replaced wholesale, in the same transaction as its row.
             session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id == page.page_id))
             if page.images:
@@ -555,7 +567,38 @@ class SqlStateStore:
                 )
                 count += getattr(result, "rowcount", 0) or 0
                 session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id.in_(batch)))
+                session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
+                                                            IndexWriteRow.page_id.in_(batch)))
         return count
+
+    # index writes in flight (DESIGN rule 8) ---------------------------------------------------------
+
+    @_retry_conflicts
+    def begin_index_writes(self, source_id: int, page_ids: Iterable[str], run_id: str) -> None:
+        ids = sorted(set(page_ids))
+        if not ids:
+            return
+        at = utcnow()
+        with self._session() as session, session.begin():
+            for pid in ids:
+                stmt = _insert(self._dialect, IndexWriteRow).values(source_id=source_id, page_id=pid, run_id=run_id,
+                                                                    started_at=at)
+                session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"],
+                                                           set_={"run_id": run_id, "started_at": at}))
+
+    def index_writes(self, source_id: int) -> dict[str, str]:
+        with self._session() as session:
+            rows = session.execute(select(IndexWriteRow.page_id, IndexWriteRow.run_id)
+                                   .where(IndexWriteRow.source_id == source_id))
+            return {pid: run_id for pid, run_id in rows}
+
+    @_retry_conflicts
+    def end_index_writes(self, source_id: int, page_ids: Iterable[str]) -> None:
+        ids = sorted(set(page_ids))
+        with self._session() as session, session.begin():
+            for start in range(0, len(ids), 500):
+                session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
+                                                            IndexWriteRow.page_id.in_(ids[start : start + 500])))
 
     def linking_pages(self, source_id: int, page_ids: Iterable[str], limit: int = 10) -> dict[str, list[str]]:
         """For each page id of *page_ids*: the URLs of the source's active pages whose stored links lead to it
@@ -720,6 +763,7 @@ class SqlStateStore:
         """Delete a source with its pages (and their images) and runs; returns how many of each went."""
         with self._session() as session, session.begin():
             images = session.execute(delete(ImageRow).where(ImageRow.source_id == source_id))
+            session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id))
             pages = session.execute(delete(PageRow).where(PageRow.source_id == source_id))
             runs = session.execute(delete(CrawlRunRow).where(CrawlRunRow.source_id == source_id))
             session.execute(delete(SourceRow).where(SourceRow.id == source_id))

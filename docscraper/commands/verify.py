@@ -1,0 +1,107 @@
+"""``scrapy verify [NAME] [--repair] [--force] [--mirror DIR] [--json]``: does the index match the state?
+
+Compares the state table with the vector index (every source, or source NAME): each live page must have
+exactly its chunks, with metadata that agrees with its row, and no chunk may belong to a page or source
+the state does not hold live; the keyword index's cache must not vouch for a collection it was not built
+from; with ``--mirror DIR``, each live page must have its Markdown mirror file. Reads the state rows and
+the chunks' ids and metadata, never a vector. See :mod:`docscraper.storage.consistency`.
+
+``--repair`` deletes the chunks nobody owns and marks the pages whose chunks are missing or disagree for
+reindexing (their next crawl writes them again); nothing else is touched. Refused while a crawl of the
+source runs, unless ``--force``.
+
+Exit status: 0 everything agrees (or everything found was repaired); 3 disagreements found and not
+repaired; 1 unknown source, no index, or a repair refused; 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docscraper.config import ConfigError
+from docscraper.ops.cli import ToolCommand
+
+if TYPE_CHECKING:
+    import argparse
+
+#: Exit status when disagreements were found and left as they are.
+DISAGREE = 3
+
+
+class Command(ToolCommand):
+    json_help = "print the verification as JSON"
+
+    def syntax(self) -> str:
+        return "[NAME] [--repair] [--force] [--mirror DIR] [--json]"
+
+    def short_desc(self) -> str:
+        return "Check that the vector index matches the state database; --repair fixes what disagrees"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--repair", action="store_true",
+                            help="delete chunks nobody owns, mark pages whose chunks disagree for reindexing")
+        parser.add_argument("--force", action="store_true", help="repair even while a crawl of the source runs")
+        parser.add_argument("--mirror", metavar="DIR", help="also check the source's Markdown mirror in DIR")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) > 1 or any(a.startswith("-") for a in args):
+            return self.fail("usage: scrapy verify [NAME] [--repair] [--force] [--mirror DIR] [--json]", 2)
+        from docscraper.ops.verify import VerifyError, verify  # (see commands/status.py)
+        from docscraper.storage.errors import StateError
+        from docscraper.storage.vectors import IndexError_
+
+        name = args[0] if args else None
+        try:
+            config = self.config()
+            if config.chroma_url is None and not config.chroma_path.exists():
+                return self.fail(f"no index at {config.chroma_path}; crawl a source first", 1)
+            result, running = verify(config, name, fix=opts.repair, force=opts.force,
+                                     mirror=Path(opts.mirror) if opts.mirror else None)
+        except ConfigError as exc:
+            return self.fail(str(exc), 2)
+        except VerifyError as exc:
+            return self.fail(str(exc), exc.exit_code)
+        except (IndexError_, StateError) as exc:
+            return self.fail(str(exc), 1)
+        repaired = bool(result.repaired)
+        if opts.json:
+            self.print_json({**result.as_dict(), "running": running})
+        else:
+            self._print(result, running)
+        if not result.ok and not repaired:
+            self.exitcode = DISAGREE
+        return None
+
+    @staticmethod
+    def _print(result: object, running: list[str]) -> None:
+        from docscraper.storage.consistency import Verification
+
+        assert isinstance(result, Verification)
+        for source, sizes in sorted(result.sources.items()):
+            print(f"{source}: {sizes['pages']} live page(s), {sizes['chunks']} chunk(s)")
+        if running:
+            print(f"note: a crawl of {', '.join(running)} is running; its pages in flight may disagree for a moment")
+        if result.scheduled:
+            print(f"{len(result.scheduled)} page(s) marked for reindexing wait for their next crawl to write their "
+                  "chunks again")
+        if result.ok:
+            print(f"OK: the index ({result.chunks} chunks) matches the state")
+            return
+        kinds = ", ".join(f"{kind} {n}" for kind, n in result.counts().items())
+        print(f"{len(result.disagreements)} disagreement(s): {kinds}")
+        for found in result.disagreements[:50]:
+            where = found.url or found.page_id or found.source or ""
+            print(f"  {found.kind:16} {where}: {found.detail}")
+        if len(result.disagreements) > 50:
+            print(f"  ... and {len(result.disagreements) - 50} more (--json lists them all)")
+        if result.repaired:
+            r = result.repaired
+            print(f"Repaired: {r['chunksDeleted']} chunk(s) deleted, {r['pagesMarked']} page(s) marked for "
+                  f"reindexing (their next crawl writes them again){', keyword cache dropped' if r.get('keywordCacheDropped') else ''}")
+            if any(d.kind == "mirrorStale" for d in result.disagreements):
+                print("Mirror files are rewritten by the next crawl with that mirror (-a save_dir).")
+        else:
+            print("Run with --repair to fix what can be fixed.", file=sys.stderr)

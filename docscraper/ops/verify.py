@@ -1,0 +1,71 @@
+"""``scrapy verify``'s work: open the state and the index, compare them, repair on request.
+
+:func:`verify` is the library entry point (the command prints what it returns). See
+:mod:`docscraper.storage.consistency` for what is compared and what a repair does. A repair waits for no
+crawl: while a crawl of a source runs, its pages in flight disagree for a moment, so a repair of that
+source (or of all) is refused unless forced; a check only says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from docscraper.storage.backends import open_state_store, open_vector_index
+from docscraper.storage.consistency import Verification, check, check_mirror, repair
+from docscraper.storage.runs import run_state
+from docscraper.storage.state import utcnow
+
+if TYPE_CHECKING:
+    from docscraper.config import DocscraperConfig
+
+__all__ = ["VerifyError", "verify"]
+
+logger = logging.getLogger(__name__)
+
+
+class VerifyError(RuntimeError):
+    """Verification could not be done (an unknown source, a crawl running during a repair); ``exit_code``
+    is the command's exit status."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def verify(config: DocscraperConfig, name: str | None = None, *, fix: bool = False, force: bool = False,
+           mirror: Path | None = None) -> tuple[Verification, list[str]]:
+    """Compare the state with the index (source *name*, or all); with *fix*, repair what disagrees. Returns
+    the verification and the sources whose crawls are running now (their in-flight pages may disagree).
+    *mirror*: a Markdown mirror folder to check the source's live pages against."""
+    store = open_state_store(config)
+    try:
+        sources = {s.source.name: s.source for s in store.list_sources()}
+        if name is not None and name not in sources:
+            raise VerifyError(f"unknown source {name!r}; registered and crawled sources: "
+                              f"{', '.join(sorted(sources)) or '(none)'}", 1)
+        if mirror is not None and name is None:
+            raise VerifyError("--mirror needs a source: scrapy verify NAME --mirror DIR")
+        now = utcnow()
+        host = socket.gethostname()
+        running = sorted({state.source for state in store.run_states()
+                          if (name is None or state.source == name)
+                          and run_state(state, now=now, interval=config.progress_interval, host=host) == "running"})
+        if fix and running and not force:
+            raise VerifyError(f"a crawl of {', '.join(running)} is running: its pages in flight disagree with the "
+                              "index for a moment. Repair when it has finished, or pass --force", 1)
+        index = open_vector_index(config)
+        try:
+            cache = config.data_dir / "lexical" / config.chroma_collection
+            result = check(store, index, source=name, keyword_cache=cache)
+            if mirror is not None and name is not None:
+                check_mirror(store, sources[name], mirror, result)
+            if fix and not result.ok:
+                repair(store, index, result, keyword_cache=cache)
+        finally:
+            index.close()
+    finally:
+        store.close()
+    return result, running
