@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-PROJECT_URL = "https://github.com/docscraper/docscraper"
-USER_AGENT = f"docscraper/{__version__} (+{PROJECT_URL})"
+#: The user agent of a crawl whose operator set no contact (``DOCSCRAPER_CONTACT``): the product and its version.
+USER_AGENT = f"docscraper/{__version__}"
 
-__all__ = ["PROJECT_URL", "USER_AGENT", "__version__"]
+__all__ = ["USER_AGENT", "__version__"]

@@ -18,6 +18,9 @@ COMMANDS_MODULE = "docscraper.commands"
 
 # -- docscraper -------------------------------------------------------------------------------------
 DOCSCRAPER_DATA_DIR = os.environ.get("DOCSCRAPER_DATA_DIR", "data")
+# Where sites reach whoever runs the crawler (an http(s) URL or an e-mail address); the user agent names it
+# (docscraper.crawl.agent.UserAgentAddon): docscraper/<version> (+<contact>).
+DOCSCRAPER_CONTACT = os.environ.get("DOCSCRAPER_CONTACT") or None
 DOCSCRAPER_STATE_URL = os.environ.get("DOCSCRAPER_STATE_URL") or None
 # A Chroma server (http://host:8000) instead of the persistent directory DATA_DIR/chroma.
 DOCSCRAPER_CHROMA_URL = os.environ.get("DOCSCRAPER_CHROMA_URL") or None
@@ -65,7 +68,8 @@ DOWNLOAD_HANDLERS = {
     "https": "docscraper.crawl.rendering.RenderingDownloadHandler",
 }
 # docscraper's Chromium launch options (Debian's chromium, headless, quiet) in PLAYWRIGHT_LAUNCH_OPTIONS
-ADDONS = {"docscraper.crawl.rendering.RenderingAddon": 0}
+# and USER_AGENT with the operator's DOCSCRAPER_CONTACT (docscraper.crawl.agent)
+ADDONS = {"docscraper.crawl.rendering.RenderingAddon": 0, "docscraper.crawl.agent.UserAgentAddon": 0}
 # scrapy-playwright needs the asyncio reactor (Scrapy's default, stated here so no profile loses it).
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 DOCSCRAPER_CHROMIUM_PATH = os.environ.get("DOCSCRAPER_CHROMIUM_PATH", "/usr/bin/chromium")
