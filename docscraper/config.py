@@ -19,7 +19,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from scrapy.settings import BaseSettings
 
-from docscraper import USER_AGENT, __version__
+from docscraper._version import USER_AGENT, __version__
 
 __all__ = [
     "MEMORY_LEDGER",
@@ -204,6 +204,16 @@ def user_agent(contact_url: str | None) -> str:
     return f"docscraper/{__version__} (+{contact_url})" if contact_url else USER_AGENT
 
 
+def _webhook_url(value: Any) -> str | None:
+    if not value or not str(value).strip():
+        return None
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"DOCSCRAPER_WEBHOOK_URL must be an http(s) URL, got {text!r}")
+    return text
+
+
 def parse_globs(name: str, value: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Split a comma-separated glob list; reject empty and obviously broken patterns."""
     if value is None:
@@ -293,6 +303,13 @@ class DocscraperConfig:
     whoever runs the crawl; the default ``USER_AGENT`` becomes ``docscraper/<version> (+<contact>)``, see
     :func:`user_agent`; unset: ``docscraper/<version>``, and a crawl says so once in its log).
 
+    The change feed and the webhook (:mod:`docscraper.crawl.changefeed`, :mod:`docscraper.crawl.webhook`):
+    ``DOCSCRAPER_CHANGES_ENABLED`` (on: every run writes ``runs/<source>/<run-id>.changes.jsonl``),
+    ``DOCSCRAPER_WEBHOOK_URL`` (unset: no webhook; set: a JSON summary of each run is POSTed there once its
+    report is written), ``DOCSCRAPER_WEBHOOK_ON_ABORT`` (off: an aborted run sends nothing),
+    ``DOCSCRAPER_WEBHOOK_RETRIES`` (3 more tries after a failed POST), ``DOCSCRAPER_WEBHOOK_BACKOFF`` (1 s,
+    doubled after each try), ``DOCSCRAPER_WEBHOOK_TIMEOUT`` (10 s per POST).
+
     Guards: ``DOCSCRAPER_REDIRECT_SCOPE_ENABLED`` (on: redirect hops are checked against the scope and the
     claims), ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on), ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` (names, IPs and CIDR
     networks the guard lets through; :mod:`docscraper.crawl.ssrf` validates them).
@@ -352,6 +369,12 @@ class DocscraperConfig:
     parse_workers: int = 1
     query_onnx: bool = True
     contact: str | None = None
+    changes_enabled: bool = True
+    webhook_url: str | None = None
+    webhook_on_abort: bool = False
+    webhook_retries: int = 3
+    webhook_backoff: float = 1.0
+    webhook_timeout: float = 10.0
 
     @property
     def runs_dir(self) -> Path:
@@ -468,6 +491,16 @@ class DocscraperConfig:
                 "DOCSCRAPER_CHANGE_DETECTION_ENABLED", settings.get("DOCSCRAPER_CHANGE_DETECTION_ENABLED", True)
             ),
             contact=contact(settings.get("DOCSCRAPER_CONTACT")),
+            changes_enabled=flag("DOCSCRAPER_CHANGES_ENABLED", settings.get("DOCSCRAPER_CHANGES_ENABLED", True)),
+            webhook_url=_webhook_url(settings.get("DOCSCRAPER_WEBHOOK_URL")),
+            webhook_on_abort=flag("DOCSCRAPER_WEBHOOK_ON_ABORT", settings.get("DOCSCRAPER_WEBHOOK_ON_ABORT", False)),
+            webhook_retries=_positive_int(
+                "DOCSCRAPER_WEBHOOK_RETRIES", settings.get("DOCSCRAPER_WEBHOOK_RETRIES", 3), allow_zero=True
+            ),
+            webhook_backoff=_seconds("DOCSCRAPER_WEBHOOK_BACKOFF", settings.get("DOCSCRAPER_WEBHOOK_BACKOFF", 1.0)),
+            webhook_timeout=_interval(
+                "DOCSCRAPER_WEBHOOK_TIMEOUT", settings.get("DOCSCRAPER_WEBHOOK_TIMEOUT", 10.0)
+            ),
         )
 
     def user_agent(self, settings: BaseSettings) -> str:
