@@ -57,6 +57,8 @@ EXTENSIONS = {
     # runs/<source>/<run-id>.changes.jsonl, and the run's summary POSTed to DOCSCRAPER_WEBHOOK_URL
     "docscraper.crawl.changefeed.ChangeFeed": 20,
     "docscraper.crawl.webhook.RunWebhook": 20,
+    # a loader's child crawl streams its documents back (docscraper.library.loader); off unless DOCSCRAPER_STREAM_FD
+    "docscraper.crawl.stream.DocumentStream": 20,
     # A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
     "scrapy.extensions.throttle.AutoThrottle": None,
     "docscraper.crawl.throttle.ConditionalAutoThrottle": 0,
