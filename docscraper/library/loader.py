@@ -45,7 +45,7 @@ from typing import Any, TextIO
 
 from docscraper.library.config import CrawlerConfig
 
-__all__ = ["CombinedLoader", "CrawlError", "Document", "RemovedPage", "WebCrawlerLoader"]
+__all__ = ["CombinedLoader", "CrawlError", "Document", "RemovedPage", "WebCrawlerLoader", "search_config"]
 
 #: How long a crawl stopped early may take to close before it is killed (seconds).
 STOP_TIMEOUT = 60.0
@@ -89,6 +89,21 @@ class RemovedPage:
     content_hash: str | None
     chunk_ids: tuple[str, ...] = ()
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def search_config(data_dir: str | os.PathLike[str] | None = None) -> Any:
+    """The :class:`~docscraper.config.DocscraperConfig` a loader's crawl uses (the project's settings,
+    ``SCRAPY_SETTINGS_MODULE``, default ``settings``), with *data_dir* as its data directory when given: what
+    the retrievers search."""
+    from scrapy.settings import Settings
+
+    from docscraper.config import DocscraperConfig
+
+    settings = Settings()
+    settings.setmodule(os.environ.get("SCRAPY_SETTINGS_MODULE") or "settings", priority="project")
+    if data_dir is not None:
+        settings.set("DOCSCRAPER_DATA_DIR", str(Path(data_dir).expanduser()), priority="cmdline")
+    return DocscraperConfig.from_settings(settings)
 
 
 def _seed_url(seed: str | os.PathLike[str]) -> str:
