@@ -1,4 +1,5 @@
-"""Packaging for Scrapyd: ``scrapyd-deploy`` builds an egg of the project from this file."""
+"""Packaging: ``scrapyd-deploy`` builds an egg of the project from this file; ``pip install .`` installs the
+library (``pip install ".[langchain]"``, ``".[llamaindex]"`` for the integrations)."""
 
 from setuptools import find_packages, setup
 
@@ -15,4 +16,10 @@ setup(
         "console_scripts": ["docscraper-mcp = docscraper.ops.mcp_server:main"],
     },
     python_requires=">=3.11",
+    # docscraper.library.langchain / .llamaindex (README, "Python API"); requirements-dev.txt pins the versions
+    # CI tests
+    extras_require={
+        "langchain": ["langchain-core>=1.8.3,<2"],
+        "llamaindex": ["llama-index-core>=0.14.25,<0.15"],
+    },
 )

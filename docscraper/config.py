@@ -19,6 +19,8 @@ from urllib.parse import unquote_to_bytes, urlsplit
 
 from scrapy.settings import BaseSettings
 
+from docscraper._version import USER_AGENT, __version__
+
 __all__ = [
     "MEMORY_LEDGER",
     "RENDER_MODES",
@@ -30,6 +32,7 @@ __all__ = [
     "parse_globs",
     "render_mode",
     "save_dir_path",
+    "user_agent",
 ]
 
 logger = logging.getLogger(__name__)
@@ -176,6 +179,41 @@ def _collection_name(value: Any) -> str:
     return text
 
 
+_EMAIL = re.compile(r"^[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}$")
+
+
+def contact(value: Any) -> str | None:
+    """``DOCSCRAPER_CONTACT``: how a site's operator reaches whoever runs the crawler, an http(s) URL or an
+    e-mail address (``mailto:`` or bare); None when unset. Anything a header cannot carry is refused."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    address = text.removeprefix("mailto:")
+    if _EMAIL.match(address):
+        return f"mailto:{address}"
+    parts = urlsplit(text)
+    if (parts.scheme in ("http", "https") and parts.hostname and text.isascii()
+            and not re.search(r"[\s();\x00-\x1f\x7f]", text)):
+        return text
+    raise ConfigError(f"DOCSCRAPER_CONTACT must be an http(s) URL or an e-mail address, got {text!r}")
+
+
+def user_agent(contact_url: str | None) -> str:
+    """docscraper's user agent: the product, its version, and the operator's contact when set
+    (``docscraper/0.1.0 (+https://ops.example.com/crawler)``)."""
+    return f"docscraper/{__version__} (+{contact_url})" if contact_url else USER_AGENT
+
+
+def _webhook_url(value: Any) -> str | None:
+    if not value or not str(value).strip():
+        return None
+    text = str(value).strip()
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"DOCSCRAPER_WEBHOOK_URL must be an http(s) URL, got {text!r}")
+    return text
+
+
 def parse_globs(name: str, value: str | list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
     """Split a comma-separated glob list; reject empty and obviously broken patterns."""
     if value is None:
@@ -261,6 +299,17 @@ class DocscraperConfig:
 
     ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (on: unchanged pages are dropped before chunking).
 
+    Identity: ``DOCSCRAPER_CONTACT`` (an http(s) URL or an e-mail address where a site's operator reaches
+    whoever runs the crawl; the default ``USER_AGENT`` becomes ``docscraper/<version> (+<contact>)``, see
+    :func:`user_agent`; unset: ``docscraper/<version>``, and a crawl says so once in its log).
+
+    The change feed and the webhook (:mod:`docscraper.crawl.changefeed`, :mod:`docscraper.crawl.webhook`):
+    ``DOCSCRAPER_CHANGES_ENABLED`` (on: every run writes ``runs/<source>/<run-id>.changes.jsonl``),
+    ``DOCSCRAPER_WEBHOOK_URL`` (unset: no webhook; set: a JSON summary of each run is POSTed there once its
+    report is written), ``DOCSCRAPER_WEBHOOK_ON_ABORT`` (off: an aborted run sends nothing),
+    ``DOCSCRAPER_WEBHOOK_RETRIES`` (3 more tries after a failed POST), ``DOCSCRAPER_WEBHOOK_BACKOFF`` (1 s,
+    doubled after each try), ``DOCSCRAPER_WEBHOOK_TIMEOUT`` (10 s per POST).
+
     Guards: ``DOCSCRAPER_REDIRECT_SCOPE_ENABLED`` (on: redirect hops are checked against the scope and the
     claims), ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on), ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` (names, IPs and CIDR
     networks the guard lets through; :mod:`docscraper.crawl.ssrf` validates them).
@@ -319,6 +368,13 @@ class DocscraperConfig:
     change_detection_enabled: bool = True
     parse_workers: int = 1
     query_onnx: bool = True
+    contact: str | None = None
+    changes_enabled: bool = True
+    webhook_url: str | None = None
+    webhook_on_abort: bool = False
+    webhook_retries: int = 3
+    webhook_backoff: float = 1.0
+    webhook_timeout: float = 10.0
 
     @property
     def runs_dir(self) -> Path:
@@ -434,7 +490,26 @@ class DocscraperConfig:
             change_detection_enabled=flag(
                 "DOCSCRAPER_CHANGE_DETECTION_ENABLED", settings.get("DOCSCRAPER_CHANGE_DETECTION_ENABLED", True)
             ),
+            contact=contact(settings.get("DOCSCRAPER_CONTACT")),
+            changes_enabled=flag("DOCSCRAPER_CHANGES_ENABLED", settings.get("DOCSCRAPER_CHANGES_ENABLED", True)),
+            webhook_url=_webhook_url(settings.get("DOCSCRAPER_WEBHOOK_URL")),
+            webhook_on_abort=flag("DOCSCRAPER_WEBHOOK_ON_ABORT", settings.get("DOCSCRAPER_WEBHOOK_ON_ABORT", False)),
+            webhook_retries=_positive_int(
+                "DOCSCRAPER_WEBHOOK_RETRIES", settings.get("DOCSCRAPER_WEBHOOK_RETRIES", 3), allow_zero=True
+            ),
+            webhook_backoff=_seconds("DOCSCRAPER_WEBHOOK_BACKOFF", settings.get("DOCSCRAPER_WEBHOOK_BACKOFF", 1.0)),
+            webhook_timeout=_interval(
+                "DOCSCRAPER_WEBHOOK_TIMEOUT", settings.get("DOCSCRAPER_WEBHOOK_TIMEOUT", 10.0)
+            ),
         )
+
+    def user_agent(self, settings: BaseSettings) -> str:
+        """The user agent to send: ``USER_AGENT`` when it is not docscraper's default, else
+        :func:`user_agent` with ``DOCSCRAPER_CONTACT``."""
+        configured = str(settings.get("USER_AGENT") or "")
+        if not configured or configured == USER_AGENT or configured == user_agent(self.contact):
+            return user_agent(self.contact)
+        return configured
 
     @property
     def distributed(self) -> bool:

@@ -64,3 +64,6 @@ class PageItem:
     chunks: list[Any] = field(default_factory=list)
     embeddings: list[Any] = field(default_factory=list)
     previous_chunks: dict[str, str] = field(default_factory=dict)
+    # the chunk ids the index pipeline wrote and deleted for the page (the run's change feed)
+    chunks_added: list[str] = field(default_factory=list)
+    chunks_deleted: list[str] = field(default_factory=list)

@@ -3,8 +3,9 @@
 DESIGN rule 1, per page: upsert the new chunks, delete the page's stale chunks, and only then let the
 state commit (the next pipeline) record the page's new hash. Before the first write, the page is recorded
 as an index write in flight (DESIGN rule 8): the state commit clears it, and one left behind (the run died,
-or a write failed) is reconciled by :mod:`docscraper.storage.consistency`. A page whose content did not change never
-gets here. Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
+or a write failed) is reconciled by :mod:`docscraper.storage.consistency`. A page whose content did not change
+never gets here. The ids written and deleted are kept on the item (``chunks_added``, ``chunks_deleted``) for
+the run's change feed (:mod:`docscraper.crawl.changefeed`). Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
 (:func:`~docscraper.storage.vectors.chunk_id`); metadata per DESIGN.
 
 Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``docscraper/chunks_deleted``.
@@ -68,8 +69,9 @@ class IndexPipeline(RunPipeline):
             await resources.call("index", index.upsert, records)
         if stale:
             await resources.call("index", index.delete, stale)
-        added = len(new_ids - set(item.previous_chunks))
-        self.outcomes.count("chunks_added", added)
+        item.chunks_added = [record.id for record in records if record.id not in item.previous_chunks]
+        item.chunks_deleted = stale
+        self.outcomes.count("chunks_added", len(item.chunks_added))
         self.outcomes.count("chunks_deleted", len(stale))
         meta.chunk_count = len(records)
         return item

@@ -18,6 +18,12 @@ COMMANDS_MODULE = "docscraper.commands"
 
 # -- docscraper -------------------------------------------------------------------------------------
 DOCSCRAPER_DATA_DIR = os.environ.get("DOCSCRAPER_DATA_DIR", "data")
+# Where sites reach whoever runs the crawler (an http(s) URL or an e-mail address); the user agent names it
+# (docscraper.crawl.agent.UserAgentAddon): docscraper/<version> (+<contact>).
+DOCSCRAPER_CONTACT = os.environ.get("DOCSCRAPER_CONTACT") or None
+# A JSON summary of every run, with its report's path, is POSTed here (docscraper.crawl.webhook); unset: none.
+DOCSCRAPER_WEBHOOK_URL = os.environ.get("DOCSCRAPER_WEBHOOK_URL") or None
+DOCSCRAPER_WEBHOOK_ON_ABORT = os.environ.get("DOCSCRAPER_WEBHOOK_ON_ABORT") or False
 DOCSCRAPER_STATE_URL = os.environ.get("DOCSCRAPER_STATE_URL") or None
 # A Chroma server (http://host:8000) instead of the persistent directory DATA_DIR/chroma.
 DOCSCRAPER_CHROMA_URL = os.environ.get("DOCSCRAPER_CHROMA_URL") or None
@@ -48,6 +54,11 @@ EXTENSIONS = {
     "docscraper.crawl.resources.CrawlResources": 0,
     # the run's row, live progress, and at close the removal decisions and the stats report
     "docscraper.crawl.reporter.RunReporter": 10,
+    # runs/<source>/<run-id>.changes.jsonl, and the run's summary POSTed to DOCSCRAPER_WEBHOOK_URL
+    "docscraper.crawl.changefeed.ChangeFeed": 20,
+    "docscraper.crawl.webhook.RunWebhook": 20,
+    # a loader's child crawl streams its documents back (docscraper.library.loader); off unless DOCSCRAPER_STREAM_FD
+    "docscraper.crawl.stream.DocumentStream": 20,
     # A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
     "scrapy.extensions.throttle.AutoThrottle": None,
     "docscraper.crawl.throttle.ConditionalAutoThrottle": 0,
@@ -65,7 +76,8 @@ DOWNLOAD_HANDLERS = {
     "https": "docscraper.crawl.rendering.RenderingDownloadHandler",
 }
 # docscraper's Chromium launch options (Debian's chromium, headless, quiet) in PLAYWRIGHT_LAUNCH_OPTIONS
-ADDONS = {"docscraper.crawl.rendering.RenderingAddon": 0}
+# and USER_AGENT with the operator's DOCSCRAPER_CONTACT (docscraper.crawl.agent)
+ADDONS = {"docscraper.crawl.rendering.RenderingAddon": 0, "docscraper.crawl.agent.UserAgentAddon": 0}
 # scrapy-playwright needs the asyncio reactor (Scrapy's default, stated here so no profile loses it).
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 DOCSCRAPER_CHROMIUM_PATH = os.environ.get("DOCSCRAPER_CHROMIUM_PATH", "/usr/bin/chromium")

@@ -23,6 +23,8 @@ from a root folder and adds the few dynamic behaviours a real documentation host
   ``"no_length": true`` sends no ``Content-Length`` (the body ends when the connection closes), so a
   client learns how big it is only while reading it.
 * ``_routes.json``, dot files and anything outside the root are never served.
+* :meth:`DocsServer.hold` makes requests for a path wait, unanswered, until :meth:`DocsServer.release` (or 60
+  seconds): a test can keep a crawl from finishing until it has seen what it waits for.
 
 Every request is recorded in :attr:`DocsServer.requests` so tests can assert what was (not) fetched, and
 its arrival time (``time.monotonic()``) at the same index of :attr:`DocsServer.request_times`.
@@ -202,6 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         raw_path = split.path or "/"
         path = unquote(raw_path)
+        docs._wait_if_held(path)
         segments = path.split("/")
         if not path.startswith("/") or "\x00" in path or "\\" in path or any(seg in ("..", ".") for seg in segments):
             self._send(HTTPStatus.BAD_REQUEST, _error_page(400, "Invalid path."), head=head)
@@ -320,6 +323,7 @@ class DocsServer:
         #: ``time.monotonic()`` when each request of :attr:`requests` arrived (same index).
         self.request_times: list[float] = []
         self._route_uses: dict[str, int] = {}
+        self._held: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self._httpd = _Server((host, port), self)
         self.host = host
@@ -381,6 +385,24 @@ class DocsServer:
         with self._lock:
             self.requests.clear()
             self.request_times.clear()
+
+    def hold(self, path: str) -> None:
+        """Keep requests for *path* waiting, unanswered, until :meth:`release` (60 seconds at most)."""
+        with self._lock:
+            self._held[path] = threading.Event()
+
+    def release(self, path: str) -> None:
+        """Answer the requests for *path* that :meth:`hold` kept waiting, and the next ones at once."""
+        with self._lock:
+            held = self._held.pop(path, None)
+        if held is not None:
+            held.set()
+
+    def _wait_if_held(self, path: str) -> None:
+        with self._lock:
+            held = self._held.get(path)
+        if held is not None:
+            held.wait(60)
 
     def _record(self, method: str, path: str, headers: dict[str, str]) -> None:
         with self._lock:

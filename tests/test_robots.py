@@ -18,7 +18,7 @@ from scrapy.http import Request, TextResponse
 from scrapy.robotstxt import ProtegoRobotParser, PythonRobotParser
 from scrapy.utils.test import get_crawler
 
-from docscraper import USER_AGENT
+from docscraper import USER_AGENT, __version__
 from docscraper.crawl.report import load_schema, summarize
 from docscraper.crawl.robots import RobotsDenied, RobotsTxtMiddleware
 from tests.conftest import Crawl, CrawlResult
@@ -91,8 +91,8 @@ def test_off_when_robotstxt_obey_is_off() -> None:
         RobotsTxtMiddleware.from_crawler(crawler)
 
 
-def test_default_user_agent_names_the_product_and_project() -> None:
-    assert USER_AGENT.startswith("docscraper/") and "(+https://" in USER_AGENT
+def test_default_user_agent_names_the_product_and_version() -> None:
+    assert f"docscraper/{__version__}" == USER_AGENT
 
 
 def test_docscraper_group_applies_to_docscraper() -> None:

@@ -116,7 +116,7 @@ class Command(ToolCommand):
             config, name, url, allow=opts.allow, block=opts.block, max_depth=opts.max_depth,
             max_pages=opts.max_pages, llms_txt=opts.llms_txt, render=opts.render, probe=not opts.no_probe,
             timeout=min(float(self.settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
-            user_agent=self.settings.get("USER_AGENT") or None,
+            user_agent=config.user_agent(self.settings),
         )
         if opts.json:
             self.print_json({"source": info.as_dict(), "probe": probe.as_dict() if probe else None})

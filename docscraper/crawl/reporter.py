@@ -14,6 +14,9 @@ has opened the run (:data:`~docscraper.crawl.signals.run_opened`), and when the 
 4. writes ``runs/<source>/<run-id>.json`` and ``crawl-metadata.json`` (:mod:`docscraper.crawl.report`) and finishes
    the run's row.
 
+It sends :data:`~docscraper.crawl.signals.pages_removed` after a removal and
+:data:`~docscraper.crawl.signals.run_finished` once the report is written (the change feed and the webhook).
+
 Stats: ``docscraper/pages_removed``; counters ``chunks_deleted``, ``removal_errors``.
 """
 
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from docscraper.crawl.ledger import summarize
 from docscraper.crawl.progress import ProgressRecorder
 from docscraper.crawl.report import write_report
-from docscraper.crawl.signals import run_closing, run_opened
+from docscraper.crawl.signals import pages_removed, run_closing, run_finished, run_opened
 from docscraper.storage.state import RunRecord, iso_utc, utcnow
 from docscraper.urls import page_id
 
@@ -121,18 +124,26 @@ class RunReporter:
         assert resources.store is not None
         if not page_ids:
             return 0
+        chunks: dict[str, list[str]] = {}
         if resources.index is not None:
             try:
                 # write-ahead (DESIGN rule 8): mark_removed clears it in the transaction that retires them
                 await resources.db(resources.store.begin_index_writes, target.source.id, page_ids, self.ledger.run_id)
+                for pid in page_ids:
+                    chunks[pid] = sorted(await resources.call("index", resources.index.page_chunks,
+                                                              target.source.name, pid))
                 deleted = await resources.call("index", resources.index.delete_pages, target.source.name, page_ids)
             except Exception as exc:
                 logger.error("Not removing %d pages: their chunks could not be deleted: %s", len(page_ids), exc)
                 self.outcomes.count("removal_errors")
                 return 0
             self.outcomes.count("chunks_deleted", deleted)
-        return await resources.db(resources.store.mark_removed, target.source.id, page_ids, self.ledger.run_id,
-                                  utcnow())
+        removed = await resources.db(resources.store.mark_removed, target.source.id, page_ids, self.ledger.run_id,
+                                     utcnow())
+        pages = [{"pageId": pid, "url": target.known[pid].url, "contentHash": target.known[pid].content_hash,
+                  "chunksDeleted": chunks.get(pid, [])} for pid in page_ids if pid in target.known]
+        await self.crawler.signals.send_catch_log_async(pages_removed, resources=resources, pages=pages)
+        return removed
 
     def _orphans(self, target: CrawlTarget) -> list[str]:
         ledger = self.ledger
@@ -174,6 +185,10 @@ class RunReporter:
                 with contextlib.suppress(Exception):
                     await resources.db(store.finish_run, RunRecord(self.ledger.run_id, target.source.id,
                                                                    resources.started_at, utcnow(), reason, "aborted"))
+            summary = {"runId": self.ledger.report_id, "source": target.source.name if target else None,
+                       "closeReason": reason, "result": "aborted", "resultReason": resources.open_error or reason}
+            await self.crawler.signals.send_catch_log_async(run_finished, resources=resources, report=summary,
+                                                            path=None)
             return
         await self._reconcile_own_writes(target)
         failures, self.outcomes.failures = self.outcomes.failures, []
@@ -271,6 +286,7 @@ class RunReporter:
                       str(path)),
         )
         logger.info("Run %s %s: %s; report %s", ledger.report_id, result, _brief(report["stats"]), path)
+        await self.crawler.signals.send_catch_log_async(run_finished, resources=resources, report=report, path=path)
 
     async def _reconcile_own_writes(self, target: CrawlTarget) -> None:
         """The pages this run wrote to the index without committing (a write failed): their chunks made to

@@ -32,7 +32,7 @@ Other components read the results from the enabled instance (``crawler.get_downl
 :meth:`RobotsTxtMiddleware.crawl_delay` answer without fetching.
 
 Settings: ``ROBOTSTXT_OBEY`` (off: ``NotConfigured``), ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``
-(default: the request's ``User-Agent``, else ``USER_AGENT``, ``docscraper/<version> (+<url>)``; Protego
+(default: the request's ``User-Agent``, else ``USER_AGENT``, ``docscraper/<version> (+<DOCSCRAPER_CONTACT>)``; Protego
 matches a group's product token, ``User-agent: docscraper``, inside it). Request meta:
 ``dont_obey_robotstxt`` (Scrapy's). Signals: Scrapy's ``robots_parsed`` for each 2xx robots.txt. Stats:
 ``docscraper/robots/fetched`` (robots.txt files requested, one per host), ``docscraper/robots/parsed``,

@@ -41,8 +41,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
-from docscraper import USER_AGENT
-from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig, user_agent
 from docscraper.ops.sources import SourceArgumentError, SourceError, get_source_info
 from docscraper.ops.status import crawl_status
 
@@ -166,7 +165,7 @@ def _schedule(config: DocscraperConfig, name: str, spargs: dict[str, str], setti
               timeout: float) -> dict[str, Any]:
     assert config.scrapyd_url is not None
     parts = urlsplit(config.scrapyd_url)
-    headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+    headers = {"User-Agent": user_agent(config.contact), "Accept": "application/json"}
     if parts.username is not None:
         token = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
         headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")

@@ -352,7 +352,7 @@ def serve(settings: BaseSettings, *, transport: str = "stdio", host: str = "127.
     config = DocscraperConfig.from_settings(settings)
     tools = DocsTools(config, crawl_settings=cmdline_settings(settings),
                       probe_timeout=min(float(settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
-                      user_agent=settings.get("USER_AGENT") or None)
+                      user_agent=config.user_agent(settings))
     level = _log_level(settings)
     # Scrapy's log format on stderr; the SDK's own set-up (a Rich console) then leaves it alone.
     logging.basicConfig(level=level, format="%(asctime)s [%(name)s] %(levelname)s: %(message)s", stream=sys.stderr)

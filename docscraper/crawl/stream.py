@@ -1,0 +1,123 @@
+"""Stream a crawl's documents to the program that started it: the child side of :mod:`docscraper.loader`.
+
+:class:`DocumentStream` is on only when ``DOCSCRAPER_STREAM_FD`` names a file descriptor the crawl inherited
+(the write end of a pipe the loader reads); elsewhere it raises ``NotConfigured``. It writes one JSON object
+per line and flushes each, so the reader gets every page while the crawl goes on:
+
+- ``{"event": "document", "url", "title", "markdown", "metadata"}`` for each page that went through the
+  pipelines (Scrapy's ``item_scraped``: new and changed pages, and every page of a ``full`` run);
+  ``metadata`` holds ``page_id``, ``source``, ``path``, ``change``, ``content_hash``, ``finder``, ``depth``,
+  ``fetched_at``, ``canonical_url``, ``language``, ``description``, ``http_status``, ``content_type``,
+  ``images`` (``[{url, alt, caption, title}]``) and ``chunk_ids`` (empty when the index is off);
+- ``{"event": "removed", "source", "pageId", "url", "contentHash", "chunksDeleted"}`` for each page removed at close;
+- ``{"event": "finished", "report": {...}, "path"}`` last: the run's report without its ``items`` (``runId``,
+  ``result``, ``resultReason``, ``closeReason``, ``stats``...) and its path (null when the run did not open).
+
+If the reader goes away (a broken pipe), the crawl closes with reason ``stream_closed``.
+Settings: ``DOCSCRAPER_STREAM_FD``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+from typing import IO, TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+
+from docscraper.crawl.signals import pages_removed, run_finished
+from docscraper.items import PageItem
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+    from docscraper.crawl.resources import CrawlResources
+
+__all__ = ["DocumentStream", "document_event"]
+
+logger = logging.getLogger(__name__)
+
+
+def document_event(item: PageItem) -> dict[str, Any]:
+    """The ``document`` line of a page."""
+    meta = item.metadata
+    return {
+        "event": "document",
+        "url": item.url,
+        "title": item.title,
+        "markdown": item.markdown,
+        "metadata": {
+            "page_id": meta.page_id, "source": meta.source, "path": meta.path, "change": meta.change,
+            "content_hash": meta.content_hash, "finder": meta.finder, "depth": meta.depth,
+            "fetched_at": meta.fetched_at, "canonical_url": meta.canonical_url, "language": meta.language,
+            "description": meta.description, "http_status": meta.http_status, "content_type": meta.content_type,
+            "images": [{"url": i.url, "alt": i.alt, "caption": i.caption, "title": i.title} for i in meta.images],
+            "chunk_ids": sorted({*item.chunks_added, *(cid for cid in item.previous_chunks
+                                                      if cid not in item.chunks_deleted)}),
+        },
+    }
+
+
+class DocumentStream:
+    """See the module docstring."""
+
+    def __init__(self, crawler: Crawler, stream: IO[str]) -> None:
+        self.crawler = crawler
+        self.stream: IO[str] | None = stream
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        fd = crawler.settings.get("DOCSCRAPER_STREAM_FD")
+        if fd is None or str(fd).strip() == "":
+            raise NotConfigured("DOCSCRAPER_STREAM_FD is not set (only a loader's crawl streams its documents)")
+        stream = os.fdopen(int(fd), "w", encoding="utf-8", buffering=1, closefd=True)
+        extension = cls(crawler, stream)
+        crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
+        crawler.signals.connect(extension.pages_removed, signal=pages_removed)
+        crawler.signals.connect(extension.run_finished, signal=run_finished)
+        # not spider_closed: the report is written by a spider_closed handler that may still be running
+        crawler.signals.connect(extension.close, signal=signals.engine_stopped)
+        return extension
+
+    def _send(self, event: dict[str, Any]) -> None:
+        if self.stream is None:
+            return
+        try:
+            self.stream.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            self.stream.flush()
+        except (BrokenPipeError, OSError) as exc:
+            logger.info("The loader stopped reading (%s); closing the crawl", exc)
+            self._drop()
+            engine = self.crawler.engine
+            if engine is not None:
+                deferred_from_coro(engine.close_spider_async(reason="stream_closed"))
+
+    def _drop(self) -> None:
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+    def item_scraped(self, item: Any) -> None:
+        if isinstance(item, PageItem):
+            self._send(document_event(item))
+
+    def pages_removed(self, resources: CrawlResources, pages: list[dict[str, Any]]) -> None:
+        source = resources.target.source.name if resources.target is not None else None
+        for page in pages:
+            self._send({"event": "removed", "source": source, **page})
+
+    def run_finished(self, resources: CrawlResources, report: dict[str, Any], path: Path | None) -> None:
+        self._send({"event": "finished", "report": {k: v for k, v in report.items() if k != "items"},
+                    "path": str(path) if path is not None else None})
+        self._drop()
+
+    def close(self) -> None:
+        self._drop()

@@ -1,0 +1,143 @@
+"""The run's webhook: a JSON summary POSTed to ``DOCSCRAPER_WEBHOOK_URL`` once the run's report is written.
+
+:class:`RunWebhook` listens for :data:`~docscraper.crawl.signals.run_finished` and sends the body
+(``docscraper/schema/webhook.schema.json``: ``event``, ``source``, ``runId``, ``result``, ``resultReason``,
+``closeReason``, the paths of the ``report`` and of the ``changes`` feed, and ``counts`` of new, changed,
+unchanged, removed, skipped and failed pages) from a thread of its own, so the crawl's close never waits for
+the receiver: the run's row, report and resources are closed first, and the process waits for the thread
+only at its exit. A POST that fails (a network error, a timeout, a 5xx, 408 or 429) is tried again
+``DOCSCRAPER_WEBHOOK_RETRIES`` times, ``DOCSCRAPER_WEBHOOK_BACKOFF`` seconds after the first failure,
+doubling each time; another 4xx is not retried. An aborted run sends nothing unless
+``DOCSCRAPER_WEBHOOK_ON_ABORT`` is set. A shared run's report is written by its last worker, which alone
+sends the webhook.
+
+Settings: ``DOCSCRAPER_WEBHOOK_URL`` (unset: ``NotConfigured``), ``DOCSCRAPER_WEBHOOK_ON_ABORT``,
+``DOCSCRAPER_WEBHOOK_RETRIES``, ``DOCSCRAPER_WEBHOOK_BACKOFF``, ``DOCSCRAPER_WEBHOOK_TIMEOUT``. The request's
+``User-Agent`` is the crawl's. Stats: ``docscraper/webhook/skipped`` (an aborted run).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from docscraper.config import DocscraperConfig
+from docscraper.crawl.changefeed import changes_path
+from docscraper.crawl.resources import crawl_config
+from docscraper.crawl.signals import run_finished
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+    from docscraper.crawl.resources import CrawlResources
+
+__all__ = ["RunWebhook", "deliver", "summary"]
+
+logger = logging.getLogger(__name__)
+
+_COUNTS = {"new": "success.new", "changed": "success.changed", "unchanged": "success.unchanged",
+           "removed": "success.removed", "skipped": "skipped", "failed": "failed"}
+_RETRY_STATUSES = {408, 429}
+
+
+def summary(report: dict[str, Any], path: Path | None, changes: Path | None) -> dict[str, Any]:
+    """The webhook's body for a run's *report* written at *path* (None: the run did not open)."""
+    stats = report.get("stats") or {}
+    body: dict[str, Any] = {
+        "event": "docscraper.run.finished",
+        "schemaVersion": 1,
+        "source": report.get("source"),
+        "runId": report.get("runId"),
+        "result": report.get("result"),
+        "resultReason": report.get("resultReason"),
+        "closeReason": report.get("closeReason"),
+        "report": str(path) if path is not None else None,
+        "changes": str(changes) if changes is not None and changes.exists() else None,
+        "counts": {name: int(stats.get(key, 0)) for name, key in _COUNTS.items()},
+    }
+    for key in ("seedUrl", "lastUpdate"):
+        if key in report:
+            body[key] = report[key]
+    return body
+
+
+def deliver(url: str, body: dict[str, Any], *, user_agent: str, retries: int, backoff: float,
+            timeout: float) -> bool:
+    """POST *body* as JSON to *url*, trying again after failures that may pass; True once a 2xx came back."""
+    data = json.dumps(body).encode("utf-8")
+    delay = backoff
+    for attempt in range(retries + 1):
+        request = urllib.request.Request(url, data=data, method="POST", headers={
+            "Content-Type": "application/json", "User-Agent": user_agent})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+            problem = f"HTTP {exc.code}"
+        except (OSError, ValueError) as exc:
+            status = None
+            problem = f"{exc.__class__.__name__}: {exc}"
+        else:
+            problem = f"HTTP {status}"
+        if status is not None and 200 <= status < 300:
+            logger.info("Webhook: run %s posted to %s (HTTP %d)", body.get("runId"), url, status)
+            return True
+        retryable = status is None or status >= 500 or status in _RETRY_STATUSES
+        if not retryable or attempt == retries:
+            logger.error("Webhook: run %s not delivered to %s after %d tries: %s", body.get("runId"), url,
+                         attempt + 1, problem)
+            return False
+        logger.warning("Webhook: %s from %s; trying again in %.1f s", problem, url, delay)
+        time.sleep(delay)
+        delay *= 2
+    return False
+
+
+class RunWebhook:
+    """See the module docstring."""
+
+    def __init__(self, crawler: Crawler, config: DocscraperConfig, url: str) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.url = url
+        self.user_agent = config.user_agent(crawler.settings)
+        self.thread: threading.Thread | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        from scrapy.exceptions import NotConfigured
+
+        config = crawl_config(crawler)
+        if not config.webhook_url:
+            raise NotConfigured("DOCSCRAPER_WEBHOOK_URL is not set")
+        webhook = cls(crawler, config, config.webhook_url)
+        crawler.signals.connect(webhook.run_finished, signal=run_finished)
+        return webhook
+
+    def run_finished(self, resources: CrawlResources, report: dict[str, Any], path: Path | None) -> None:
+        if report.get("result") == "aborted" and not self.config.webhook_on_abort:
+            logger.info("Webhook: run %s aborted (%s); not sent (DOCSCRAPER_WEBHOOK_ON_ABORT is off)",
+                        report.get("runId"), report.get("resultReason"))
+            if self.crawler.stats is not None:
+                self.crawler.stats.inc_value("docscraper/webhook/skipped")
+            return
+        source = report.get("source")
+        changes = (changes_path(self.config.runs_dir, source, str(report.get("runId")))
+                   if source and self.config.changes_enabled else None)
+        body = summary(report, path, changes)
+        # not a daemon: the process waits for the delivery at exit, after the crawl has closed
+        self.thread = threading.Thread(
+            target=deliver, args=(self.url, body),
+            kwargs={"user_agent": self.user_agent, "retries": self.config.webhook_retries,
+                    "backoff": self.config.webhook_backoff, "timeout": self.config.webhook_timeout},
+            name="docscraper-webhook", daemon=False)
+        self.thread.start()
