@@ -60,6 +60,8 @@ class ChangeDetectionPipeline(RunPipeline):
             raise DropItem(f"unchanged (304): {item.url}", log_level="DEBUG")
         meta.content_hash = content_hash(item.markdown)
         previous = target.known.get(meta.page_id)
+        if previous is not None and previous.reindex_requested:
+            meta.force = True  # marked when the run opened (scrapy reindex, a model change, a reconciliation)
         if previous is None or previous.status != "active" or not previous.content_hash:
             meta.change = "new"
         elif previous.content_hash != meta.content_hash or (previous.title or None) != (item.title or None):

@@ -9,7 +9,7 @@ follow the file while the crawl runs, and the workers of a shared run that share
 to one file. Each line is valid against ``docscraper/schema/changes.schema.json``
 (:data:`CHANGES_SCHEMA`); ``change`` is ``new``, ``changed`` or ``removed``.
 
-Settings: ``DOCSCRAPER_CHANGES_ENABLED`` (on; off: ``NotConfigured``). Stats: ``docscraper/changes/lines``.
+Settings: ``DOCSCRAPER_CHANGES_ENABLED`` (on; off: no file). Stats: ``docscraper/changes/lines``.
 """
 
 from __future__ import annotations
@@ -20,9 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 
-from docscraper.crawl.resources import crawl_config
 from docscraper.crawl.signals import pages_removed, run_finished, run_opened
 from docscraper.items import PageItem
 from docscraper.storage.state import iso_utc, utcnow
@@ -59,9 +57,8 @@ class ChangeFeed:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not crawl_config(crawler).changes_enabled:
-            raise NotConfigured("DOCSCRAPER_CHANGES_ENABLED is off")
-        # the run's resources come with run_opened, as they do to the reporter
+        # the run's resources (and its parsed settings: DOCSCRAPER_CHANGES_ENABLED) come with run_opened, as
+        # they do to the reporter: extensions cannot look them up while they are being built
         feed = cls(crawler)
         crawler.signals.connect(feed.run_opened, signal=run_opened)
         crawler.signals.connect(feed.item_scraped, signal=signals.item_scraped)
@@ -72,6 +69,8 @@ class ChangeFeed:
         return feed
 
     def run_opened(self, resources: CrawlResources) -> None:
+        if not resources.config.changes_enabled:
+            return
         self.resources = resources
         target = resources.target
         assert target is not None

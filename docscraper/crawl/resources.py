@@ -278,7 +278,9 @@ class CrawlResources:
         )
         if cfg.index_enabled:
             self.index = await self.call("index", open_vector_index, cfg)
-            self.model = await self._check_model(store, self.index, target)
+            self.model, reset = await self._check_model(store, self.index, target)
+            if reset:  # every page of the source is marked: this run re-processes them as forced
+                target = target.with_known(await self.db(store.load_pages, target.source.id))
             target = await self._reconcile(store, self.index, target)
             self.target = target
             self.outcomes.bind(target)
@@ -297,19 +299,21 @@ class CrawlResources:
             target.scope.as_dict(),
         )
 
-    async def _check_model(self, store: StateStore, index: VectorIndex, target: CrawlTarget) -> ModelIdentity:
+    async def _check_model(self, store: StateStore, index: VectorIndex,
+                           target: CrawlTarget) -> tuple[ModelIdentity, bool]:
         """The configured model, checked against the one the index records (see
         :mod:`docscraper.storage.model_identity`). Another model: :class:`ModelMismatch`, unless this run
         re-embeds everything (``-a full=1``): then every vector goes (every source's), and every page of every
-        source is marked to be embedded again (this run does this source's; the others' next runs do theirs)."""
+        source is marked to be embedded again (this run does this source's; the others' next runs do theirs).
+        Returns the model, and whether the index was reset."""
         identity = await self.call("model", model_identity, self.config)
         recorded = await self.call("index", index.recorded_model)
         if recorded is None:
             # a new collection, or one written before the model was recorded (by the bundled model then)
             await self.call("index", index.record_model, identity)
-            return identity
+            return identity, False
         if recorded.same_model(identity):
-            return recorded if recorded.dimension else identity
+            return (recorded if recorded.dimension else identity), False
         where = f"collection {self.config.chroma_collection!r} at {index.location}"
         if not self.args.full:
             raise ModelMismatch(
@@ -328,7 +332,7 @@ class CrawlResources:
                        "every source are marked to be embedded again", recorded.describe(), identity.describe(),
                        where, deleted, marked)
         self.outcomes.count("model_reset_chunks", deleted)
-        return identity
+        return identity, True
 
     async def _reconcile(self, store: StateStore, index: VectorIndex, target: CrawlTarget) -> CrawlTarget:
         """Reconcile the index writes that runs of this source began and never committed, when those runs are

@@ -26,9 +26,7 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from docscraper.config import DocscraperConfig
 from docscraper.crawl.changefeed import changes_path
-from docscraper.crawl.resources import crawl_config
 from docscraper.crawl.signals import run_finished
 
 if TYPE_CHECKING:
@@ -105,25 +103,24 @@ def deliver(url: str, body: dict[str, Any], *, user_agent: str, retries: int, ba
 class RunWebhook:
     """See the module docstring."""
 
-    def __init__(self, crawler: Crawler, config: DocscraperConfig, url: str) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.config = config
-        self.url = url
-        self.user_agent = config.user_agent(crawler.settings)
         self.thread: threading.Thread | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        from scrapy.exceptions import NotConfigured
-
-        config = crawl_config(crawler)
-        if not config.webhook_url:
-            raise NotConfigured("DOCSCRAPER_WEBHOOK_URL is not set")
-        webhook = cls(crawler, config, config.webhook_url)
+        # The run's parsed settings come with its signals (extensions cannot look the resources up while
+        # they are being built): without DOCSCRAPER_WEBHOOK_URL it does nothing.
+        webhook = cls(crawler)
         crawler.signals.connect(webhook.run_finished, signal=run_finished)
         return webhook
 
     def run_finished(self, resources: CrawlResources, report: dict[str, Any], path: Path | None) -> None:
+        self.config = config = resources.config
+        if not config.webhook_url:
+            return
+        self.url = config.webhook_url
+        self.user_agent = config.user_agent(self.crawler.settings)
         if report.get("result") == "aborted" and not self.config.webhook_on_abort:
             logger.info("Webhook: run %s aborted (%s); not sent (DOCSCRAPER_WEBHOOK_ON_ABORT is off)",
                         report.get("runId"), report.get("resultReason"))

@@ -136,7 +136,7 @@ class PageWrite:
     chunk_count: int | None = None
     links: tuple[str, ...] = ()
     redirects: tuple[str, ...] = ()  # first requested URL ... final URL; () when not redirected
-    forced: bool = False  # re-processed for a reindex mark (committing any page clears its mark)
+    forced: bool = False  # re-processed for a reindex mark: committing it clears the mark
     images: tuple[ImageRecord, ...] = ()  # the page's images in document order; replace the stored ones
 
 
@@ -461,9 +461,9 @@ class SqlStateStore:
             "chunk_count": page.chunk_count,
             "links": list(page.links),
             "redirects": list(page.redirects) or null(),  # SQL NULL, not JSON null
-            # its chunks are written now: a reindex mark (scrapy reindex, a model change) is done with
-            "reindex_requested": False,
         }
+        if page.forced:
+            values["reindex_requested"] = False
         with self._session() as session, session.begin():
             stmt = _insert(self._dialect, PageRow).values(
                 source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
