@@ -32,13 +32,16 @@ class PageMetadata:
     last_modified: str | None
     fetched_at: str                # ISO 8601, UTC
     content_hash: str = ""         # SHA-256 of the Markdown, set by the change detector
-    change: str = ""               # new | changed | unchanged, set by the change detector
+    change: str = ""               # new | changed | unchanged | alias, set by the change detector
     chunk_count: int | None = None  # set by the vector index pipeline, when enabled
     links: list[str] = field(default_factory=list)  # outgoing links, fragment-free
     # redirect chain: the URL first requested, each hop, the URL that answered; empty when not redirected
     redirects: list[str] = field(default_factory=list)
     # `scrapy reindex` marked the page: re-process it even when unchanged, and embed it afresh
     force: bool = False
+    # the page of the source whose content (same Markdown hash) this one is: stored as its alias, not indexed
+    alias_of: str | None = None
+    alias_of_url: str | None = None   # that page's URL
     # images of the main content (url, alt, caption, title), recorded with the page's state row
     images: list[ImageRef] = field(default_factory=list)
 

@@ -10,6 +10,13 @@ embedding, no index write (DESIGN rule 2). Seen-marks are written to the state d
 With ``-a full=1`` unchanged pages go on down the pipeline and are reported with ``forced: true``; so
 does a page marked by ``scrapy reindex`` (``metadata.force``), counted as ``forced``.
 
+Duplicates by content (DESIGN's identity rule): within a source, a page whose Markdown hashes the same as
+another live page's is that page. It becomes an alias (``metadata.change = "alias"``, ``metadata.alias_of``):
+no chunks, its previous chunks deleted if it had any, its state row kept with status ``alias`` and its own
+validators (a 304 costs nothing), reported as skipped ``duplicateContent``. The page that holds the content
+is the one the index held first, else the first of this run. When that page changes or goes, its aliases are
+fetched in full by the next crawl and decided again.
+
 Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (default on). Stats: ``docscraper/pages_unchanged``,
 ``docscraper/forced`` (pages re-processed for a reindex mark; the report's ``counters.forced``).
 """
@@ -18,8 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.exceptions import DropItem
 
 from docscraper.content.extraction import normalize_markdown
@@ -47,6 +55,29 @@ class ChangeDetectionPipeline(RunPipeline):
     def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
         super().__init__(crawler, resources)
         self._seen: list[PageSeen] = []
+        # content hash -> the live page that holds it (the index's first, then this run's): (page id, URL);
+        # built at first use
+        self._holders: dict[str, tuple[str, str]] | None = None
+        crawler.signals.connect(self._item_error, signal=signals.item_error)
+
+    def _holder(self, digest: str) -> tuple[str, str] | None:
+        if self._holders is None:
+            target = self.resources.target
+            assert target is not None
+            self._holders = {}
+            for pid, page in sorted(target.known.items(), key=lambda kv: (kv[1].url, kv[0])):
+                if page.status == "active" and page.content_hash and not page.reindex_requested:
+                    self._holders.setdefault(page.content_hash, (pid, page.url))
+        return self._holders.get(digest)
+
+    def _item_error(self, item: Any, response: Any, spider: Any, failure: Any) -> None:
+        # a page that failed on its way to the index holds no content: its duplicates must not point at it
+        if isinstance(item, PageItem) and self._holders is not None:
+            meta = item.metadata
+            if self._holders.get(meta.content_hash, ("",))[0] == meta.page_id and meta.change in ("new", "changed"):
+                previous = self.resources.target.known.get(meta.page_id) if self.resources.target else None
+                if previous is None or previous.content_hash != meta.content_hash:
+                    del self._holders[meta.content_hash]
 
     async def process_item(self, item: object) -> object:
         if not isinstance(item, PageItem):
@@ -69,6 +100,17 @@ class ChangeDetectionPipeline(RunPipeline):
             meta.change = "changed"
         else:
             meta.change = "unchanged"
+        holder = self._holder(meta.content_hash)
+        if (meta.change == "changed" and previous is not None and previous.content_hash
+                and self._holders is not None and self._holders.get(previous.content_hash, ("",))[0] == meta.page_id):
+            del self._holders[previous.content_hash]  # it no longer holds its old content
+        if holder is not None and holder[0] != meta.page_id:
+            # another live page of the source has this content: this URL is its alias
+            meta.change = "alias"
+            meta.alias_of, meta.alias_of_url = holder
+            return item
+        assert self._holders is not None
+        self._holders.setdefault(meta.content_hash, (meta.page_id, item.url))
         if meta.force:
             self.outcomes.count("forced")
         if meta.change == "unchanged" and not target.args.full and not meta.force:
@@ -80,15 +122,25 @@ class ChangeDetectionPipeline(RunPipeline):
     async def _unchanged(self, item: PageItem, *, links: list[str] | None, redirects: list[str] | None,
                          details: dict[str, object]) -> None:
         """A page whose content did not change: reached, reported, and marked seen. *links* and *redirects*
-        are None when not fetched (304): the stored ones are kept."""
+        are None when not fetched (304): the stored ones are kept. An alias that answered 304 stays one."""
         meta = item.metadata
         self.ledger.reached.add(meta.page_id)
-        self.outcomes.processed(meta.path, "unchanged", meta.fetched_at, pageId=meta.page_id,
-                                redirects=redirects or None, url=item.url, finder=meta.finder, depth=meta.depth,
-                                **details)
+        target = self.resources.target
+        known = target.known.get(meta.page_id) if target is not None else None
+        status = "active"
+        if item.not_modified and known is not None and known.status == "alias" and known.alias_of:
+            status = "alias"
+            holder = target.known.get(known.alias_of) if target is not None else None
+            self.outcomes.duplicate_content(meta.path, item.url, meta.page_id,
+                                            of=holder.url if holder else known.alias_of,
+                                            holder=known.alias_of, fetched_at=meta.fetched_at, **details)
+        else:
+            self.outcomes.processed(meta.path, "unchanged", meta.fetched_at, pageId=meta.page_id,
+                                    redirects=redirects or None, url=item.url, finder=meta.finder, depth=meta.depth,
+                                    **details)
         self._seen.append(PageSeen(meta.page_id, meta.etag, meta.last_modified, meta.http_status, utcnow(),
                                    None if links is None else tuple(links),
-                                   None if redirects is None else tuple(redirects)))
+                                   None if redirects is None else tuple(redirects), status))
         if len(self._seen) >= self.config.seen_flush_size:
             await self.flush()
 

@@ -33,8 +33,8 @@ class ChunkingPipeline(RunPipeline):
         self._chunker: Chunker | None = None
 
     async def process_item(self, item: object) -> object:
-        if not isinstance(item, PageItem) or item.not_modified:
-            return item
+        if not isinstance(item, PageItem) or item.not_modified or item.metadata.alias_of:
+            return item  # an alias has no chunks of its own
         if self._chunker is None:
             embedder = await self.resources.embedder()
             cfg = self.config

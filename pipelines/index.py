@@ -36,7 +36,11 @@ class IndexPipeline(RunPipeline):
         meta = item.metadata
         source = resources.target.source.name
         source_id = resources.target.source.id
+        if meta.alias_of and resources.target.known.get(meta.page_id) is None:
+            meta.chunk_count = 0  # an alias never indexed before: nothing to write or delete
+            return item
         if not item.previous_chunks and not item.chunks:
+            # (an alias: the chunks it had as a page of its own, deleted below)
             item.previous_chunks = await resources.call("index", index.page_chunks, source, meta.page_id)
         records = [
             ChunkRecord(

@@ -66,9 +66,17 @@ class StateCommitPipeline(RunPipeline):
                 links=tuple(meta.links),
                 redirects=tuple(meta.redirects),
                 forced=meta.force,
-                images=tuple(ImageRecord(i.url, i.alt, i.caption, i.title) for i in meta.images),
+                images=() if meta.alias_of else tuple(ImageRecord(i.url, i.alt, i.caption, i.title)
+                                                      for i in meta.images),
+                alias_of=meta.alias_of,
             )
         )
+        if meta.alias_of:
+            self.outcomes.duplicate_content(meta.path, item.url, meta.page_id, holder=meta.alias_of,
+                                            of=meta.alias_of_url or meta.alias_of,
+                                            fetched_at=meta.fetched_at, finder=meta.finder, depth=meta.depth,
+                                            httpStatus=meta.http_status)
+            return item
         if meta.images:
             self.outcomes.count("images", len(meta.images))
         self.ledger.reached.add(meta.page_id)

@@ -388,6 +388,48 @@ class PipelineTests(TestCase):
         assert unchanged.stat("docscraper/embedding/loaded_at_open") is None
         assert unchanged.stat("docscraper/embedding_batches") is None
 
+    # -- duplicates by content ---------------------------------------------------------------------------
+
+    @deferred_f_from_coro_f
+    async def test_a_page_with_another_pages_content_is_its_alias_not_a_second_copy(self) -> None:
+        twin_url = SEED + "install/index.html"
+        twin = page_id(twin_url)
+        first = await self.crawl(page(), page(url=twin_url))
+        # one copy in the index, under the page that came first; the other URL kept as its alias
+        assert set(self.chunks(first)) == self.ids(first, PAGE, 2) and self.chunks(first, twin) == {}
+        rows = self.state(first)
+        assert rows[twin].status == "alias" and rows[twin].alias_of == PID and rows[twin].chunk_count == 0
+        entry = first.report_entry("install/index.html")
+        assert (entry["status"], entry["statusReason"], entry["aliasOf"]) == ("skipped", "duplicateContent", PID)
+        assert entry["detail"] == f"same content as {URL}"
+        assert first.report_entry("install.html")["aliases"] == [twin_url]
+        assert self.verify(first).ok
+        # again, both unchanged: nothing written, the alias stays one (a 304 of it too)
+        again = await self.crawl(page(etag='"v2"'), page(url=twin_url, not_modified=True))
+        assert again.writes == [] and self.state(again)[twin].status == "alias"
+        assert again.report_entry("install/index.html")["statusReason"] == "duplicateContent"
+        # the page changes, its twin does not: the twin is a page of its own again, with its own chunks
+        diverged = await self.crawl(page(CHANGED), page(url=twin_url))
+        rows = self.state(diverged)
+        assert rows[twin].status == "active" and rows[twin].alias_of is None
+        assert set(self.chunks(diverged, twin)) == self.ids(diverged, PAGE, 2, pid=twin)
+        assert set(self.chunks(diverged)) == self.ids(diverged, CHANGED, 2)
+        assert self.verify(diverged).ok
+
+    @deferred_f_from_coro_f
+    async def test_a_page_that_becomes_a_copy_loses_its_chunks_and_its_alias_goes_with_the_site(self) -> None:
+        twin_url = SEED + "install/index.html"
+        twin = page_id(twin_url)
+        await self.crawl(page(), page(CHANGED, url=twin_url))
+        # the twin now serves the same content as install.html: its own chunks go
+        copied = await self.crawl(page(), page(url=twin_url))
+        assert self.chunks(copied, twin) == {} and self.state(copied)[twin].status == "alias"
+        assert self.verify(copied).ok
+        # the twin leaves the site: at a clean finish its alias row is retired (it had no chunks)
+        gone = await self.crawl(page())
+        assert self.state(gone)[twin].status == "removed" and gone.stat("docscraper/aliases_removed") == 1
+        assert set(self.chunks(gone)) == self.ids(gone, PAGE, 2) and self.verify(gone).ok
+
     # -- the index records its model --------------------------------------------------------------------
 
     @deferred_f_from_coro_f

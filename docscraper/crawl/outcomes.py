@@ -78,6 +78,14 @@ class RunOutcomes:
         self.stat(f"pages_refused/{reason}")
         self.ledger.record(key, "skipped", reason, url=url, detail=f"same page as {first}" if first else None)
 
+    def duplicate_content(self, key: str, url: str, pid: str, *, of: str, holder: str, fetched_at: str | None,
+                          **details: Any) -> None:
+        """Page *pid*, whose content is another page's (*of*, page id *holder*): kept as its alias, not indexed."""
+        self.ledger.reached.add(pid)
+        self.stat("pages_refused/duplicateContent")
+        self.ledger.record(key, "skipped", "duplicateContent", fetched_at=fetched_at, url=url, pageId=pid,
+                           detail=f"same content as {of}", aliasOf=holder, **details)
+
     def processed(self, key: str, change: str, fetched_at: str | None, **details: Any) -> None:
         """A page that went through the pipelines (or was found unchanged)."""
         self.stat(f"pages_{change}")

@@ -241,7 +241,9 @@ class RunReporter:
                 ledger.record(retiring[pid], "success", "removed", fetched_at=iso_utc(now), url=rec.url,
                               pageId=pid, detail="gone (410, or 404 on consecutive runs)")
             self.outcomes.stat("pages_removed", len(to_remove) + len(retire))
+            await self._forget_aliases(target)
         await self._link_broken_links()
+        self._list_aliases()
         result, result_reason = self.result(reason)
         items = ledger.items
         stats = self.crawler.stats
@@ -306,6 +308,27 @@ class RunReporter:
             logger.warning("Cannot reconcile the index writes this run did not commit: %s", exc)
             return
         resources.note_reconciled(found, runs=[self.ledger.run_id], pages=mine)
+
+    async def _forget_aliases(self, target: CrawlTarget) -> None:
+        """Aliases the site no longer serves (not reached this run, or answering 404 or 410) are retired: they
+        have no chunks, only their rows change. An alias that failed otherwise (5xx, a timeout) stays."""
+        resources = self.resources
+        assert resources.store is not None
+        by_page = {entry.get("pageId"): entry for entry in self.ledger.items.values() if entry.get("pageId")}
+        gone = sorted(pid for pid, rec in target.known.items() if rec.status == "alias" and (
+            pid not in self.ledger.reached or by_page.get(pid, {}).get("statusReason") in ("brokenLink", "gone")))
+        if gone:
+            await resources.db(resources.store.mark_removed, target.source.id, gone, self.ledger.run_id, utcnow())
+            self.outcomes.count("aliases_removed", len(gone))
+
+    def _list_aliases(self) -> None:
+        """Each page's entry lists the URLs found to serve its content this run (``aliases``)."""
+        by_page = {entry.get("pageId"): entry for entry in self.ledger.items.values()
+                   if entry["status"] == "success" and entry.get("pageId")}
+        for entry in self.ledger.items.values():
+            holder = by_page.get(entry.get("aliasOf")) if entry.get("statusReason") == "duplicateContent" else None
+            if holder is not None and entry.get("url"):
+                holder["aliases"] = sorted({*holder.get("aliases", ()), entry["url"]})
 
     async def _link_broken_links(self) -> None:
         """Name, in each ``brokenLink`` entry's ``linkedFrom``, the pages whose links lead to it (the state's

@@ -12,6 +12,7 @@ chunk's id and metadata (no vectors, no texts) and lists each :class:`Disagreeme
 ``metadataMismatch``  a chunk whose metadata (source, page, URL, title, content hash) disagrees with its page row
 ``unparsableId``      a chunk whose id is not a docscraper chunk id
 ``keywordCache``      the keyword index's cache claims the collection's generation with another fingerprint
+``danglingAlias``     an alias (a URL serving another page's content) whose page is not live, or not with that content
 ``mirrorStale``       a live page whose Markdown mirror file is missing or holds another content hash
                       (with a mirror folder to check; the next crawl with that mirror rewrites it)
 
@@ -48,7 +49,7 @@ CHUNK_ID = re.compile(r"^s(?P<source>\d+)-(?P<page>.+)-(?P<hash>[0-9a-f]{12})-(?
 
 #: Kinds whose chunks :func:`repair` deletes; the others mark their page for reindexing.
 DELETE_KINDS = frozenset({"unknownSource", "orphanChunk", "staleChunk", "unparsableId"})
-REINDEX_KINDS = frozenset({"missingChunks", "metadataMismatch"})
+REINDEX_KINDS = frozenset({"missingChunks", "metadataMismatch", "danglingAlias"})
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,12 @@ def _compare(source: SourceRecord, pages: Mapping[str, PageRecord], chunks: Mapp
         page = pages.get(pid)
         all_stored = by_page.get(pid, [])
         url = page.url if page is not None else next((str(m.get("url", "")) for *_, m in all_stored), None)
+        if page is not None and page.status == "alias":
+            holder = pages.get(page.alias_of or "")
+            if holder is None or holder.status != "active" or holder.content_hash != page.content_hash:
+                (result.scheduled if page.reindex_requested else found).append(Disagreement(
+                    "danglingAlias", f"an alias of {page.alias_of}, which does not hold its content now",
+                    source.name, source.id, pid, page.url))
         if page is None or page.status != "active":
             if all_stored:
                 why = "unknown to the state" if page is None else f"{page.status} in the state"

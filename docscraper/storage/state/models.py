@@ -38,7 +38,8 @@ class PageRow(Base):
     url: Mapped[str] = mapped_column(Text, nullable=False)
     canonical_url: Mapped[str | None] = mapped_column(Text)
     rel_path: Mapped[str | None] = mapped_column(Text)
-    # active: indexed and present; failed: never fetched successfully; removed: gone from the site
+    # active: indexed and present; alias: present, its content another page's (alias_of), no chunks;
+    # failed: never fetched successfully; removed: gone from the site
     status: Mapped[str] = mapped_column(String(16), nullable=False)
     content_hash: Mapped[str | None] = mapped_column(String(64))
     etag: Mapped[str | None] = mapped_column(Text)
@@ -62,6 +63,8 @@ class PageRow(Base):
     redirects: Mapped[list[str] | None] = mapped_column(JSON)
     # set by `scrapy reindex`: the next crawl re-processes the page whatever its hash or validators
     reindex_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    # status alias: the page of the source whose content (same Markdown hash) this URL serves
+    alias_of: Mapped[str | None] = mapped_column(String(32))
 
     __table_args__ = (Index("ix_pages_source_status", "source_id", "status"),)
 

@@ -113,6 +113,7 @@ class PageRecord:
     redirects: tuple[str, ...] = ()
     reindex_requested: bool = False  # marked by `scrapy reindex`: re-process whatever the hash
     title: str | None = None  # the title its chunks carry (in their prefix and metadata)
+    alias_of: str | None = None  # status alias: the page whose content this URL serves
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class PageWrite:
     redirects: tuple[str, ...] = ()  # first requested URL ... final URL; () when not redirected
     forced: bool = False  # re-processed for a reindex mark: committing it clears the mark
     images: tuple[ImageRecord, ...] = ()  # the page's images in document order; replace the stored ones
+    alias_of: str | None = None  # the content is this page's: stored as an alias (no chunks, no images)
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,7 @@ class PageSeen:
     seen_at: datetime
     links: tuple[str, ...] | None = None  # None: not fetched (304), keep the stored links
     redirects: tuple[str, ...] | None = None  # None: keep the stored chain; (): not redirected
+    status: str = "active"  # an unchanged alias stays an alias
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,7 @@ _MIGRATION_LOCK = 0x646F637363726170  # "docscrap"
 
 #: The newest schema revision: the head of ``migrations/versions`` (a test checks that they agree). A
 #: database already there is opened without importing Alembic.
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0007"
 
 
 def _current_revision(connection: Any) -> str | None:
@@ -415,6 +418,7 @@ class SqlStateStore:
                     PageRow.redirects,
                     PageRow.reindex_requested,
                     PageRow.title,
+                    PageRow.alias_of,
                 ).where(PageRow.source_id == source_id)
             )
             return {
@@ -433,6 +437,7 @@ class SqlStateStore:
                     redirects=tuple(row.redirects or ()),
                     reindex_requested=bool(row.reindex_requested),
                     title=row.title,
+                    alias_of=row.alias_of,
                 )
                 for row in rows
             }
@@ -443,7 +448,8 @@ class SqlStateStore:
             "url": page.url,
             "canonical_url": page.canonical_url,
             "rel_path": page.rel_path,
-            "status": "active",
+            "status": "alias" if page.alias_of else "active",
+            "alias_of": page.alias_of,
             "content_hash": page.content_hash,
             "etag": page.etag,
             "last_modified": page.last_modified,
@@ -469,6 +475,11 @@ class SqlStateStore:
                 source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
             )
             session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=values))
+            # its aliases served its old content: the next crawl fetches them in full and decides again
+            session.execute(update(PageRow).where(PageRow.source_id == source_id, PageRow.alias_of == page.page_id,
+                                                  PageRow.status == "alias",
+                                                  PageRow.content_hash != page.content_hash)
+                            .values(reindex_requested=True))
             # its index write is committed with it
             session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
                                                         IndexWriteRow.page_id == page.page_id))
@@ -497,7 +508,7 @@ class SqlStateStore:
                     "failure_count": 0,
                     "last_error": None,
                     "not_found_runs": 0,
-                    "status": "active",
+                    "status": seen.status,
                 }
                 # A 304 carries no new validators worth losing the stored ones for.
                 if seen.etag is not None:
@@ -569,6 +580,10 @@ class SqlStateStore:
                 session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id.in_(batch)))
                 session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
                                                             IndexWriteRow.page_id.in_(batch)))
+                # the aliases of a removed page serve content the index no longer holds: decided again
+                session.execute(update(PageRow).where(PageRow.source_id == source_id, PageRow.status == "alias",
+                                                      PageRow.alias_of.in_(batch))
+                                .values(reindex_requested=True))
         return count
 
     # index writes in flight (DESIGN rule 8) ---------------------------------------------------------
