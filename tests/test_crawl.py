@@ -230,7 +230,8 @@ def test_sigterm_mid_crawl_is_aborted_and_removes_nothing(site: DocsServer, craw
     routes_path = site.root / "_routes.json"
     routes = json.loads(routes_path.read_text())
     for page in ("guide/delivery.html", "guide/security.html", "reference/api/events.html"):
-        routes[f"/docs/{page}"] = {"status": 200, "body": "<html><body><main><p>slow</p></main></body></html>",
+        # (bodies of their own: pages with one body would be one page, the others its aliases)
+        routes[f"/docs/{page}"] = {"status": 200, "body": f"<html><body><main><p>slow {page}</p></main></body></html>",
                                    "delay": 8}
     routes_path.write_text(json.dumps(routes))
     proc = crawl_until(site, tmp_path / "data", "/docs/guide/delivery.html", hits=2)
