@@ -158,8 +158,8 @@ def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, shar
     assert len(runs) == 2 and all(r[0].startswith("run-two-") and r[1] is not None for r in runs), runs
 
 
-def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: RedisServer, crawl: Crawl,
-                                                tmp_path: Path) -> None:
+def test_a_worker_killed_midway_deletes_nothing_and_reports_its_stats(site: DocsServer, redis_server: RedisServer,
+                                                                     crawl: Crawl, tmp_path: Path) -> None:
     first = crawl(f"{site.base_url}/docs/")
     stored_before = dict(pages(first.data_dir))
     assert sum(1 for status in stored_before.values() if status == "active") == 34
@@ -169,19 +169,29 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     workers = start_workers(2, f"{site.base_url}/docs/", run, first.data_dir, redis_server.url, tmp_path / "logs",
                             DOCSCRAPER_DISTRIBUTED_TTL="2")
     victim: subprocess.Popen[str] | None = None
+    victim_worker = ""
     deadline = time.monotonic() + 60
+
+    def published_dequeued(client: redis.Redis, worker: str) -> int:
+        """The worker's Scrapy stat as of its last heartbeat."""
+        raw = client.get(f"docscraper:{run}:live:{worker}")
+        return int(json.loads(raw)["scrapy"].get("scheduler/dequeued/redis", 0)) if raw else 0
+
     with redis.Redis.from_url(redis_server.url) as client:
+        # a worker with requests in flight, whose heartbeat has published some of its Scrapy stats
         while victim is None and time.monotonic() < deadline:
             if client.exists(f"docscraper:{run}:discovery_done"):
                 for proc in workers:
                     keys = client.keys(f"docscraper:{run}:inflight:*-{proc.pid}-*")
                     if keys and client.hlen(keys[0]) >= 2:
-                        victim = proc
-                        break
+                        worker = keys[0].decode().split(":inflight:")[1]
+                        if published_dequeued(client, worker) >= 2:
+                            victim, victim_worker = proc, worker
+                            break
             time.sleep(0.05)
-    assert victim is not None, "no worker held requests in flight"
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait()
+        assert victim is not None, "no worker held requests in flight and published its stats"
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
     survivors = [p for p in workers if p is not victim]
     wait(survivors)
     logs = {p.pid: (tmp_path / "logs" / f"worker-{workers.index(p)}.log").read_text() for p in workers}
@@ -189,6 +199,13 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     assert survivor.returncode == 0, logs[survivor.pid][-5000:]
     assert "Traceback" not in logs[survivor.pid], logs[survivor.pid][-5000:]
     assert "went back to the queue" in logs[survivor.pid]
+    survivor_dequeued = [int(m.group(1)) for m in re.finditer(r"'scheduler/dequeued/redis': (\d+)",
+                                                               logs[survivor.pid])]
+    assert len(survivor_dequeued) == 1, survivor_dequeued
+    with redis.Redis.from_url(redis_server.url) as client:
+        victim_dequeued = published_dequeued(client, victim_worker)
+        victim_published_at = json.loads(client.get(f"docscraper:{run}:live:{victim_worker}") or "{}").get("at")
+    assert victim_dequeued >= 2
 
     # one report for the run, partial: a worker died, so nothing was removed
     reports = [p for p in run_reports(first.data_dir) if p.name == f"{run}.json"]
@@ -207,6 +224,11 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     done = {key for key, e in report["items"].items() if e["status"] == "success"}
     assert {k for k, v in stored_before.items() if v == "active"} <= done
     assert report["stats"]["success.unchanged"] == 34
+    # the killed worker's Scrapy stats are in the run's, as of its last heartbeat, and the report says so
+    assert report["scrapy"]["scheduler/dequeued/redis"] == survivor_dequeued[0] + victim_dequeued
+    distributed = report["discovery"]["distributed"]
+    assert distributed["died"] == [{"worker": victim_worker, "statsAsOf": victim_published_at}]
+    assert sorted(distributed["workers"]) == sorted([victim_worker, distributed["reportedBy"]])
 
 
 def test_a_worker_that_cannot_open_leaves_the_run(shared_site: DocsServer, redis_server: RedisServer,
@@ -230,6 +252,7 @@ def test_a_worker_that_cannot_open_leaves_the_run(shared_site: DocsServer, redis
     (path,) = run_reports(data_dir)
     report = json.loads(path.read_text())
     assert report["discovery"]["distributed"]["problems"] == []
+    assert report["discovery"]["distributed"]["died"] == []
     assert len(report["discovery"]["distributed"]["workers"]) == 1
     assert report["removal"]["performed"] is True
 

@@ -15,6 +15,8 @@ against the same Redis (``REDIS_URL``), state database and Chroma server. All ke
 ``inflight:<w>``    requests a worker popped and has not finished; a worker whose heartbeat expires is
                     declared dead and these go back to the queue (nothing is lost)
 ``ledger:<w>`` ``counters:<w>`` ``final:<w>``  each worker's report entries, counters and close-time state
+``live:<w>``        what a worker's ``final`` would hold that the report needs of a worker that dies (its
+                    Scrapy stats, discovery's findings, a cut frontier), refreshed with each heartbeat
 ``finished`` ``closed`` ``dead`` ``reported``  the coordinator's decisions
 
 :class:`DistributedCoordinator` (built by the scheduler) heartbeats, returns dead workers' requests, and
@@ -22,8 +24,9 @@ decides the end: when every live worker is idle, no request is queued or in flig
 ``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` seconds, every worker closes with reason ``finished``. The last
 worker to close (under a Redis lock) merges every worker's ledger and writes the run's one report
 (``runs/<source>/<run>.json``); orphans are removed there, once, and only when no worker died and every
-worker finished (DESIGN rule 3). Each worker keeps its own row in the state database's runs table
-(``<run>-<worker>``), which ``scrapy status`` shows.
+worker finished (DESIGN rule 3); a worker that died is in it as of its last heartbeat (its Scrapy stats
+included; ``discovery.distributed.died`` names it). Each worker keeps its own row in the state database's runs
+table (``<run>-<worker>``), which ``scrapy status`` shows.
 
 Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.crawl.distributed.RedisLedger"`` and
 ``SCHEDULER = "docscraper.crawl.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
@@ -58,6 +61,7 @@ from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.crawl.identity import PageDupeFilter
 from docscraper.crawl.ledger import MemoryLedger, RunLedger
 from docscraper.crawl.resources import CrawlResources
+from docscraper.storage.state import iso_utc, utcnow
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -247,11 +251,28 @@ class RedisLedger(RunLedger):
         self.beat(busy=True)
 
     def beat(self, *, busy: bool) -> None:
+        """Heartbeat, and publish this worker's counters and what the report needs of it if it dies
+        (:meth:`live_part`)."""
         pipe = self.server.pipeline()
         pipe.set(self.k(f"hb:{self.worker}"), "busy" if busy else "idle", px=int(self.ttl * 1000))
         if self.counters:
             pipe.hset(self.k(f"counters:{self.worker}"), mapping=dict(self.counters))  # type: ignore[arg-type]
+        pipe.set(self.k(f"live:{self.worker}"), json.dumps(self.live_part(), default=str))
         pipe.execute()
+
+    def live_part(self) -> dict[str, Any]:
+        """What the run's report takes from a worker that dies (its ``final`` part is never written): its Scrapy
+        stats and the close-time notes that are small, as of now. The pages it reached come from its ledger."""
+        stats = self.crawler.stats
+        # a copy first: components on other threads (the Markdown mirror's) add stats while this iterates
+        return {
+            "at": iso_utc(utcnow()),
+            "frontierCut": self.frontier_cut,
+            "discovery": self.discovery if self.leader else None,
+            "discoveryError": self.discovery_error,
+            "robotsUnreachable": self.robots_unreachable,
+            "scrapy": _numeric_stats(dict(stats.get_stats()) if stats is not None else {}),
+        }
 
     def members(self, name: str) -> set[str]:
         return {_text(m) for m in self.server.smembers(self.k(name))}
@@ -330,17 +351,8 @@ class RedisLedger(RunLedger):
 
     def _close_worker(self, reason: str) -> dict[str, Any] | None:
         self.beat(busy=False)
-        stats = self.crawler.stats
-        final = {
-            "reason": reason,
-            "reached": sorted(self.reached),
-            "redirectedTo": self.redirected_to,
-            "frontierCut": self.frontier_cut,
-            "discovery": self.discovery if self.leader else None,
-            "discoveryError": self.discovery_error,
-            "robotsUnreachable": self.robots_unreachable,
-            "scrapy": _numeric_stats(stats.get_stats() if stats is not None else {}),
-        }
+        final = {**self.live_part(), "reason": reason, "reached": sorted(self.reached),
+                 "redirectedTo": self.redirected_to}
         if self.inflight or self.server.hlen(self.k(f"inflight:{self.worker}")):
             # closed before its requests were done (shutdown): they go back for the others
             self.requeue(self.worker)
@@ -358,12 +370,14 @@ class RedisLedger(RunLedger):
                                      "queued": int(self.server.zcard(self.k("requests"))), "workers": {}}
             for worker in sorted(workers):
                 raw_final = self.server.get(self.k(f"final:{worker}"))
+                raw_live = None if raw_final else self.server.get(self.k(f"live:{worker}"))
                 parts["workers"][worker] = {
                     "ledger": {_text(k): json.loads(v) for k, v in
                                self.server.hgetall(self.k(f"ledger:{worker}")).items()},
                     "counters": {_text(k): int(v) for k, v in
                                  self.server.hgetall(self.k(f"counters:{worker}")).items()},
                     "final": json.loads(raw_final) if raw_final else None,
+                    "live": json.loads(raw_live) if raw_live else None,
                 }
             return parts
 
@@ -375,6 +389,7 @@ class RedisLedger(RunLedger):
         problems: list[str] = list(parts["notes"])
         scrapy_stats: dict[str, int | float] = {}
         discovery: dict[str, Any] = self.discovery
+        died: list[dict[str, Any]] = []
         for worker, part in parts["workers"].items():
             for key, entry in part["ledger"].items():
                 entry = dict(entry)
@@ -384,20 +399,22 @@ class RedisLedger(RunLedger):
             final = part["final"]
             if final is None:
                 # a worker that died: what its ledger says it fetched was reached, not an orphan (nothing is
-                # removed after a death anyway, but the report's removal candidates stay honest)
+                # removed after a death anyway, but the report's removal candidates stay honest); the rest of
+                # its part is what it published with its last heartbeat
                 self.reached.update(entry["pageId"] for entry in part["ledger"].values()
                                     if entry.get("pageId") and entry["status"] in ("success", "failed"))
-                continue
-            if final["reason"] != "finished" and reason == "finished":
+                final = part["live"] or {}
+                died.append({"worker": worker, "statsAsOf": final.get("at")})
+            elif final["reason"] != "finished" and reason == "finished":
                 reason = final["reason"]
                 problems.append(f"worker {worker} closed with reason {final['reason']}")
-            self.reached.update(final["reached"])
-            self.redirected_to.update(final["redirectedTo"])
-            self.frontier_cut = self.frontier_cut or final["frontierCut"]
-            if final["discovery"] is not None:
+            self.reached.update(final.get("reached", ()))
+            self.redirected_to.update(final.get("redirectedTo", {}))
+            self.frontier_cut = self.frontier_cut or final.get("frontierCut")
+            if final.get("discovery") is not None:
                 discovery = final["discovery"]
-            self.discovery_error = self.discovery_error or final["discoveryError"]
-            self.robots_unreachable.update(final["robotsUnreachable"])
+            self.discovery_error = self.discovery_error or final.get("discoveryError")
+            self.robots_unreachable.update(final.get("robotsUnreachable", {}))
             for key, value in (final.get("scrapy") or {}).items():
                 scrapy_stats[key] = _merge_stat(key, scrapy_stats.get(key), value)
         if parts["queued"]:
@@ -407,13 +424,14 @@ class RedisLedger(RunLedger):
         self._scrapy_stats = scrapy_stats
         self.discovery = discovery
         self.discovery["distributed"] = {"run": self.run_name, "workers": sorted(parts["workers"]),
-                                         "reportedBy": self.worker, "problems": problems}
+                                         "reportedBy": self.worker, "problems": problems, "died": died}
         if problems:
             self.incomplete = "; ".join(problems)
         return reason
 
     def scrapy_stats(self, own: Mapping[str, Any]) -> dict[str, Any]:
-        """The run's, not the reporting worker's: every closed worker's counts added up."""
+        """The run's, not the reporting worker's: every worker's counts added up (a worker that died: as of
+        its last heartbeat)."""
         stats = dict(own)
         if self._scrapy_stats is not None:
             stats.update(self._scrapy_stats)
