@@ -12,6 +12,7 @@ against the same Redis (``REDIS_URL``), state database and Chroma server. All ke
 ``discovery``       lock: the first worker to take it discovers (robots, llms.txt, sitemaps) and seeds the
                     queue; the others wait for the queue. ``discovery_done`` when it has
 ``workers`` ``hb:<w>``  the registered workers and their heartbeats (``idle``/``busy``, expiring)
+``open_lock`` ``opened``  workers open the run one at a time; ``opened`` once one of them has
 ``inflight:<w>``    requests a worker popped and has not finished; a worker whose heartbeat expires is
                     declared dead and these go back to the queue (nothing is lost)
 ``ledger:<w>`` ``counters:<w>`` ``final:<w>``  each worker's report entries, counters and close-time state
@@ -26,7 +27,8 @@ worker to close (under a Redis lock) merges every worker's ledger and writes the
 (``runs/<source>/<run>.json``); orphans are removed there, once, and only when no worker died and every
 worker finished (DESIGN rule 3); a worker that died is in it as of its last heartbeat (its Scrapy stats
 included; ``discovery.distributed.died`` names it). Each worker keeps its own row in the state database's runs
-table (``<run>-<worker>``), which ``scrapy status`` shows.
+table (``<run>-<worker>``), which ``scrapy status`` shows. A run that no worker opened has no report to set its
+keys to expire: the last worker to leave it deletes them.
 
 Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.crawl.distributed.RedisLedger"`` and
 ``SCHEDULER = "docscraper.crawl.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
@@ -97,6 +99,20 @@ return #entries
 """
 
 
+# Delete a run's keys (KEYS[3:]) when no worker opened it (KEYS[2] absent) and no registered worker (KEYS[1])
+# still heartbeats: a worker still opening it, or running it, keeps every key. One script, so that a worker
+# registering meanwhile (SADD and its heartbeat in one transaction) either stops the deletion or comes after it.
+_FORGET = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+for _, worker in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. worker) == 1 then return -1 end
+end
+local deleted = 0
+for i = 3, #KEYS do deleted = deleted + redis.call('DEL', KEYS[i]) end
+return deleted
+"""
+
+
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -141,6 +157,7 @@ class RedisLedger(RunLedger):
             raise ConfigError(f"cannot reach Redis at REDIS_URL {self.url}: {exc}") from None
         self._pop = self.server.register_script(_POP)
         self._requeue = self.server.register_script(_REQUEUE)
+        self._forget = self.server.register_script(_FORGET)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: DocscraperConfig, run_id: str) -> RedisLedger:
@@ -215,8 +232,17 @@ class RedisLedger(RunLedger):
             raise redis.exceptions.LockError("timed out waiting for the other workers to open the run")
         try:
             yield
+            await _in_thread(self.mark_opened)
         finally:
             await _in_thread(lock.release)
+
+    def mark_opened(self) -> None:
+        """This worker opened the run: from now on, workers that fail to open leave its keys alone. It is a
+        member again if its keys were deleted while it opened (its heartbeat stopped longer than the TTL)."""
+        pipe = self.server.pipeline()
+        pipe.set(self.k("opened"), self.worker)
+        pipe.sadd(self.k("workers"), self.worker)
+        pipe.execute()
 
     def lead_discovery(self) -> bool:
         """Whether this worker discovers the source (the first to ask); the others wait for the queue."""
@@ -247,13 +273,15 @@ class RedisLedger(RunLedger):
     # heartbeat and the end of the run ---------------------------------------------------------------
 
     def register(self) -> None:
-        self.server.sadd(self.k("workers"), self.worker)
-        self.beat(busy=True)
+        self.beat(busy=True, register=True)
 
-    def beat(self, *, busy: bool) -> None:
+    def beat(self, *, busy: bool, register: bool = False) -> None:
         """Heartbeat, and publish this worker's counters and what the report needs of it if it dies
-        (:meth:`live_part`)."""
+        (:meth:`live_part`). Registering, the worker joins the run in the same transaction: a member always
+        has a heartbeat, until it expires."""
         pipe = self.server.pipeline()
+        if register:
+            pipe.sadd(self.k("workers"), self.worker)
         pipe.set(self.k(f"hb:{self.worker}"), "busy" if busy else "idle", px=int(self.ttl * 1000))
         if self.counters:
             pipe.hset(self.k(f"counters:{self.worker}"), mapping=dict(self.counters))  # type: ignore[arg-type]
@@ -310,22 +338,38 @@ class RedisLedger(RunLedger):
         return True
 
     async def withdraw(self) -> None:
-        """Leave the run without a part in it (this worker could not open the run): its requests, if any, go
-        back to the queue, and it is no longer a member, so the others neither wait for it nor count it as a
-        worker that died (which would make the run partial)."""
-        await _in_thread(self._withdraw)
+        """Leave the run without a part in it (this worker could not open the run): see :meth:`leave`."""
+        await _in_thread(self.leave)
 
-    def _withdraw(self) -> None:
+    def leave(self) -> None:
+        """Leave the run without a part in it: this worker's requests, if any, go back to the queue, and it is
+        no longer a member, so the others neither wait for it nor count it as a worker that died (which would
+        make the run partial). The last worker to leave a run that no worker opened deletes the run's keys:
+        no report will ever set them to expire."""
         try:
             self.requeue(self.worker)
             pipe = self.server.pipeline()
             pipe.srem(self.k("workers"), self.worker)
-            pipe.delete(self.k(f"hb:{self.worker}"))
+            pipe.delete(self.k(f"hb:{self.worker}"), self.k(f"live:{self.worker}"),
+                        self.k(f"counters:{self.worker}"))
             pipe.execute()
+            forgotten = self.forget()
         except redis.RedisError as exc:
             logger.error("Distributed run %s: worker %s could not leave the run: %s", self.run_name, self.worker, exc)
             return
-        logger.info("Distributed run %s: worker %s did not open the run and left it", self.run_name, self.worker)
+        logger.info("Distributed run %s: worker %s did not open the run and left it%s", self.run_name, self.worker,
+                    "; no worker opened it, so its keys are deleted" if forgotten else "")
+
+    def forget(self) -> bool:
+        """Delete the run's keys if no worker opened it and no member heartbeats (one that was killed while
+        opening does not); returns whether they were deleted. The open lock is left alone: a worker that
+        holds it has not registered yet, perhaps, and a lock expires by itself."""
+        if self.server.exists(self.k("opened")):
+            return False
+        lock = self.k("open_lock").encode()
+        keys = [key for key in self.server.scan_iter(match=self.prefix + "*") if key != lock]
+        deleted = int(self._forget(keys=[self.k("workers"), self.k("opened"), *keys], args=[self.k("hb:")]))
+        return deleted >= 0
 
     def finished(self) -> bool:
         return bool(self.server.exists(self.k("finished")))
