@@ -16,12 +16,15 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
 import pytest
 import redis
+from scrapy.utils.test import get_crawler
 
+from docscraper.crawl.distributed import RedisLedger
 from docscraper.crawl.report import load_schema, summarize
 from tests.conftest import ROOT, Crawl
 from tests.mockserver import DocsServer
@@ -82,6 +85,13 @@ def wait(procs: list[subprocess.Popen[str]], timeout: float = 180) -> None:
                     os.kill(p.pid, signal.SIGKILL)
                     p.wait()
             raise
+
+
+def wait_until(condition: Callable[[], object], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)
 
 
 def run_reports(data_dir: Path) -> list[Path]:
@@ -158,8 +168,8 @@ def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, shar
     assert len(runs) == 2 and all(r[0].startswith("run-two-") and r[1] is not None for r in runs), runs
 
 
-def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: RedisServer, crawl: Crawl,
-                                                tmp_path: Path) -> None:
+def test_a_worker_killed_midway_deletes_nothing_and_reports_its_stats(site: DocsServer, redis_server: RedisServer,
+                                                                     crawl: Crawl, tmp_path: Path) -> None:
     first = crawl(f"{site.base_url}/docs/")
     stored_before = dict(pages(first.data_dir))
     assert sum(1 for status in stored_before.values() if status == "active") == 34
@@ -169,19 +179,29 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     workers = start_workers(2, f"{site.base_url}/docs/", run, first.data_dir, redis_server.url, tmp_path / "logs",
                             DOCSCRAPER_DISTRIBUTED_TTL="2")
     victim: subprocess.Popen[str] | None = None
+    victim_worker = ""
     deadline = time.monotonic() + 60
+
+    def published_dequeued(client: redis.Redis, worker: str) -> int:
+        """The worker's Scrapy stat as of its last heartbeat."""
+        raw = client.get(f"docscraper:{run}:live:{worker}")
+        return int(json.loads(raw)["scrapy"].get("scheduler/dequeued/redis", 0)) if raw else 0
+
     with redis.Redis.from_url(redis_server.url) as client:
+        # a worker with requests in flight, whose heartbeat has published some of its Scrapy stats
         while victim is None and time.monotonic() < deadline:
             if client.exists(f"docscraper:{run}:discovery_done"):
                 for proc in workers:
                     keys = client.keys(f"docscraper:{run}:inflight:*-{proc.pid}-*")
                     if keys and client.hlen(keys[0]) >= 2:
-                        victim = proc
-                        break
+                        worker = keys[0].decode().split(":inflight:")[1]
+                        if published_dequeued(client, worker) >= 2:
+                            victim, victim_worker = proc, worker
+                            break
             time.sleep(0.05)
-    assert victim is not None, "no worker held requests in flight"
-    os.kill(victim.pid, signal.SIGKILL)
-    victim.wait()
+        assert victim is not None, "no worker held requests in flight and published its stats"
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.wait()
     survivors = [p for p in workers if p is not victim]
     wait(survivors)
     logs = {p.pid: (tmp_path / "logs" / f"worker-{workers.index(p)}.log").read_text() for p in workers}
@@ -189,6 +209,13 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     assert survivor.returncode == 0, logs[survivor.pid][-5000:]
     assert "Traceback" not in logs[survivor.pid], logs[survivor.pid][-5000:]
     assert "went back to the queue" in logs[survivor.pid]
+    survivor_dequeued = [int(m.group(1)) for m in re.finditer(r"'scheduler/dequeued/redis': (\d+)",
+                                                               logs[survivor.pid])]
+    assert len(survivor_dequeued) == 1, survivor_dequeued
+    with redis.Redis.from_url(redis_server.url) as client:
+        victim_dequeued = published_dequeued(client, victim_worker)
+        victim_published_at = json.loads(client.get(f"docscraper:{run}:live:{victim_worker}") or "{}").get("at")
+    assert victim_dequeued >= 2
 
     # one report for the run, partial: a worker died, so nothing was removed
     reports = [p for p in run_reports(first.data_dir) if p.name == f"{run}.json"]
@@ -207,21 +234,42 @@ def test_a_worker_killed_midway_deletes_nothing(site: DocsServer, redis_server: 
     done = {key for key, e in report["items"].items() if e["status"] == "success"}
     assert {k for k, v in stored_before.items() if v == "active"} <= done
     assert report["stats"]["success.unchanged"] == 34
+    # the killed worker's Scrapy stats are in the run's, as of its last heartbeat, and the report says so
+    assert report["scrapy"]["scheduler/dequeued/redis"] == survivor_dequeued[0] + victim_dequeued
+    distributed = report["discovery"]["distributed"]
+    assert distributed["died"] == [{"worker": victim_worker, "statsAsOf": victim_published_at}]
+    assert sorted(distributed["workers"]) == sorted([victim_worker, distributed["reportedBy"]])
 
 
 def test_a_worker_that_cannot_open_leaves_the_run(shared_site: DocsServer, redis_server: RedisServer,
                                                   tmp_path: Path) -> None:
     # a node with a wrong setting (here an unparsable state URL) joins the run, fails to open and closes;
-    # it must not stay a member that the others later declare dead (a partial run, nothing removed)
+    # it must not stay a member that the others later declare dead (a partial run, nothing removed). The
+    # only other node was killed while it waited to open: no worker opened the run, so no report will set its
+    # keys to expire, and the last node to leave deletes them
     run = "run-open-failed"
     data_dir = tmp_path / "distributed"
-    (bad,) = start_workers(1, f"{shared_site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "bad",
-                           DOCSCRAPER_STATE_URL="postgresql psycopg://nobody@127.0.0.1/none")
-    wait([bad])
-    log = (tmp_path / "bad" / "worker-0.log").read_text()
-    assert "did not open" in log, log[-5000:]
+    prefix = f"docscraper:{run}:"
     with redis.Redis.from_url(redis_server.url) as client:
-        assert client.smembers(f"docscraper:{run}:workers") == set()
+        # the workers open the run one at a time: holding the run's open lock keeps both waiting
+        lock = client.lock(f"{prefix}open_lock", timeout=120)
+        assert lock.acquire(blocking=False)
+        (killed,) = start_workers(1, f"{shared_site.base_url}/docs/", run, data_dir, redis_server.url,
+                                  tmp_path / "killed", DOCSCRAPER_DISTRIBUTED_TTL="2")
+        (bad,) = start_workers(1, f"{shared_site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "bad",
+                               DOCSCRAPER_STATE_URL="postgresql psycopg://nobody@127.0.0.1/none",
+                               DOCSCRAPER_DISTRIBUTED_TTL="2")
+        wait_until(lambda: len(client.smembers(f"{prefix}workers")) == 2, "both workers joined the run")
+        (killed_worker,) = [w.decode() for w in client.smembers(f"{prefix}workers") if f"-{killed.pid}-" in w.decode()]
+        os.kill(killed.pid, signal.SIGKILL)
+        killed.wait()
+        # the waiting worker declares it dead (its heartbeat expired), as a running worker would
+        wait_until(lambda: client.sismember(f"{prefix}dead", killed_worker), "the killed worker was declared dead")
+        lock.release()
+        wait([bad])
+        log = (tmp_path / "bad" / "worker-0.log").read_text()
+        assert "did not open" in log and "its keys are deleted" in log, log[-5000:]
+        assert client.keys(f"{prefix}*") == []
 
     (good,) = start_workers(1, f"{shared_site.base_url}/docs/", run, data_dir, redis_server.url, tmp_path / "good")
     wait([good])
@@ -230,8 +278,42 @@ def test_a_worker_that_cannot_open_leaves_the_run(shared_site: DocsServer, redis
     (path,) = run_reports(data_dir)
     report = json.loads(path.read_text())
     assert report["discovery"]["distributed"]["problems"] == []
+    assert report["discovery"]["distributed"]["died"] == []
     assert len(report["discovery"]["distributed"]["workers"]) == 1
     assert report["removal"]["performed"] is True
+
+
+def test_a_worker_leaving_a_run_no_worker_opened_keeps_it_for_the_others(redis_server: RedisServer) -> None:
+    # RedisLedger as the workers use it, without crawling: three workers join a run; one is killed (it never
+    # heartbeats again), the others fail to open and leave in turn
+    def worker(ttl: float) -> RedisLedger:
+        return RedisLedger(get_crawler(), "run-race", redis_server.url, heartbeat=0.5, ttl=ttl, grace=2)
+
+    prefix = "docscraper:run-race:"
+    first, second, killed = worker(60), worker(60), worker(0.5)
+    with redis.Redis.from_url(redis_server.url) as client:
+        for ledger in (first, second, killed):
+            ledger.register()
+        assert client.exists(f"{prefix}live:{first.worker}")
+        first.leave()
+        # the second worker may still open the run: its membership and heartbeat stay, the leaver's go
+        assert {m.decode() for m in client.smembers(f"{prefix}workers")} == {second.worker, killed.worker}
+        assert client.exists(f"{prefix}hb:{second.worker}", f"{prefix}live:{second.worker}") == 2
+        assert not client.exists(f"{prefix}hb:{first.worker}", f"{prefix}live:{first.worker}")
+        wait_until(lambda: not client.exists(f"{prefix}hb:{killed.worker}"), "the killed worker's heartbeat expired")
+        second.leave()
+        # the last worker alive left a run nobody opened: nothing of it stays (the killed worker's part neither)
+        assert client.keys(f"{prefix}*") == []
+
+        # a run that a worker opened is that worker's: one that fails to open leaves it alone
+        first, second = worker(60), worker(0.5)
+        for ledger in (first, second):
+            ledger.register()
+        second.mark_opened()
+        wait_until(lambda: not client.exists(f"{prefix}hb:{second.worker}"), "the opener's heartbeat expired")
+        first.leave()
+        assert {m.decode() for m in client.smembers(f"{prefix}workers")} == {second.worker}
+        assert client.exists(f"{prefix}opened", f"{prefix}live:{second.worker}") == 2
 
 
 def test_a_shared_run_id_needs_the_distributed_profile(shared_site: DocsServer, crawl: Crawl) -> None:

@@ -12,9 +12,12 @@ against the same Redis (``REDIS_URL``), state database and Chroma server. All ke
 ``discovery``       lock: the first worker to take it discovers (robots, llms.txt, sitemaps) and seeds the
                     queue; the others wait for the queue. ``discovery_done`` when it has
 ``workers`` ``hb:<w>``  the registered workers and their heartbeats (``idle``/``busy``, expiring)
+``open_lock`` ``opened``  workers open the run one at a time; ``opened`` once one of them has
 ``inflight:<w>``    requests a worker popped and has not finished; a worker whose heartbeat expires is
                     declared dead and these go back to the queue (nothing is lost)
 ``ledger:<w>`` ``counters:<w>`` ``final:<w>``  each worker's report entries, counters and close-time state
+``live:<w>``        what a worker's ``final`` would hold that the report needs of a worker that dies (its
+                    Scrapy stats, discovery's findings, a cut frontier), refreshed with each heartbeat
 ``finished`` ``closed`` ``dead`` ``reported``  the coordinator's decisions
 
 :class:`DistributedCoordinator` (built by the scheduler) heartbeats, returns dead workers' requests, and
@@ -22,8 +25,10 @@ decides the end: when every live worker is idle, no request is queued or in flig
 ``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` seconds, every worker closes with reason ``finished``. The last
 worker to close (under a Redis lock) merges every worker's ledger and writes the run's one report
 (``runs/<source>/<run>.json``); orphans are removed there, once, and only when no worker died and every
-worker finished (DESIGN rule 3). Each worker keeps its own row in the state database's runs table
-(``<run>-<worker>``), which ``scrapy status`` shows.
+worker finished (DESIGN rule 3); a worker that died is in it as of its last heartbeat (its Scrapy stats
+included; ``discovery.distributed.died`` names it). Each worker keeps its own row in the state database's runs
+table (``<run>-<worker>``), which ``scrapy status`` shows. A run that no worker opened has no report to set its
+keys to expire: the last worker to leave it deletes them.
 
 Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.crawl.distributed.RedisLedger"`` and
 ``SCHEDULER = "docscraper.crawl.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
@@ -58,6 +63,7 @@ from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.crawl.identity import PageDupeFilter
 from docscraper.crawl.ledger import MemoryLedger, RunLedger
 from docscraper.crawl.resources import CrawlResources
+from docscraper.storage.state import iso_utc, utcnow
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -90,6 +96,20 @@ for _, entry in ipairs(entries) do
 end
 redis.call('DEL', KEYS[2])
 return #entries
+"""
+
+
+# Delete a run's keys (KEYS[3:]) when no worker opened it (KEYS[2] absent) and no registered worker (KEYS[1])
+# still heartbeats: a worker still opening it, or running it, keeps every key. One script, so that a worker
+# registering meanwhile (SADD and its heartbeat in one transaction) either stops the deletion or comes after it.
+_FORGET = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+for _, worker in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if redis.call('EXISTS', ARGV[1] .. worker) == 1 then return -1 end
+end
+local deleted = 0
+for i = 3, #KEYS do deleted = deleted + redis.call('DEL', KEYS[i]) end
+return deleted
 """
 
 
@@ -137,6 +157,7 @@ class RedisLedger(RunLedger):
             raise ConfigError(f"cannot reach Redis at REDIS_URL {self.url}: {exc}") from None
         self._pop = self.server.register_script(_POP)
         self._requeue = self.server.register_script(_REQUEUE)
+        self._forget = self.server.register_script(_FORGET)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, config: DocscraperConfig, run_id: str) -> RedisLedger:
@@ -211,8 +232,17 @@ class RedisLedger(RunLedger):
             raise redis.exceptions.LockError("timed out waiting for the other workers to open the run")
         try:
             yield
+            await _in_thread(self.mark_opened)
         finally:
             await _in_thread(lock.release)
+
+    def mark_opened(self) -> None:
+        """This worker opened the run: from now on, workers that fail to open leave its keys alone. It is a
+        member again if its keys were deleted while it opened (its heartbeat stopped longer than the TTL)."""
+        pipe = self.server.pipeline()
+        pipe.set(self.k("opened"), self.worker)
+        pipe.sadd(self.k("workers"), self.worker)
+        pipe.execute()
 
     def lead_discovery(self) -> bool:
         """Whether this worker discovers the source (the first to ask); the others wait for the queue."""
@@ -243,15 +273,34 @@ class RedisLedger(RunLedger):
     # heartbeat and the end of the run ---------------------------------------------------------------
 
     def register(self) -> None:
-        self.server.sadd(self.k("workers"), self.worker)
-        self.beat(busy=True)
+        self.beat(busy=True, register=True)
 
-    def beat(self, *, busy: bool) -> None:
+    def beat(self, *, busy: bool, register: bool = False) -> None:
+        """Heartbeat, and publish this worker's counters and what the report needs of it if it dies
+        (:meth:`live_part`). Registering, the worker joins the run in the same transaction: a member always
+        has a heartbeat, until it expires."""
         pipe = self.server.pipeline()
+        if register:
+            pipe.sadd(self.k("workers"), self.worker)
         pipe.set(self.k(f"hb:{self.worker}"), "busy" if busy else "idle", px=int(self.ttl * 1000))
         if self.counters:
             pipe.hset(self.k(f"counters:{self.worker}"), mapping=dict(self.counters))  # type: ignore[arg-type]
+        pipe.set(self.k(f"live:{self.worker}"), json.dumps(self.live_part(), default=str))
         pipe.execute()
+
+    def live_part(self) -> dict[str, Any]:
+        """What the run's report takes from a worker that dies (its ``final`` part is never written): its Scrapy
+        stats and the close-time notes that are small, as of now. The pages it reached come from its ledger."""
+        stats = self.crawler.stats
+        # a copy first: components on other threads (the Markdown mirror's) add stats while this iterates
+        return {
+            "at": iso_utc(utcnow()),
+            "frontierCut": self.frontier_cut,
+            "discovery": self.discovery if self.leader else None,
+            "discoveryError": self.discovery_error,
+            "robotsUnreachable": self.robots_unreachable,
+            "scrapy": _numeric_stats(dict(stats.get_stats()) if stats is not None else {}),
+        }
 
     def members(self, name: str) -> set[str]:
         return {_text(m) for m in self.server.smembers(self.k(name))}
@@ -289,22 +338,38 @@ class RedisLedger(RunLedger):
         return True
 
     async def withdraw(self) -> None:
-        """Leave the run without a part in it (this worker could not open the run): its requests, if any, go
-        back to the queue, and it is no longer a member, so the others neither wait for it nor count it as a
-        worker that died (which would make the run partial)."""
-        await _in_thread(self._withdraw)
+        """Leave the run without a part in it (this worker could not open the run): see :meth:`leave`."""
+        await _in_thread(self.leave)
 
-    def _withdraw(self) -> None:
+    def leave(self) -> None:
+        """Leave the run without a part in it: this worker's requests, if any, go back to the queue, and it is
+        no longer a member, so the others neither wait for it nor count it as a worker that died (which would
+        make the run partial). The last worker to leave a run that no worker opened deletes the run's keys:
+        no report will ever set them to expire."""
         try:
             self.requeue(self.worker)
             pipe = self.server.pipeline()
             pipe.srem(self.k("workers"), self.worker)
-            pipe.delete(self.k(f"hb:{self.worker}"))
+            pipe.delete(self.k(f"hb:{self.worker}"), self.k(f"live:{self.worker}"),
+                        self.k(f"counters:{self.worker}"))
             pipe.execute()
+            forgotten = self.forget()
         except redis.RedisError as exc:
             logger.error("Distributed run %s: worker %s could not leave the run: %s", self.run_name, self.worker, exc)
             return
-        logger.info("Distributed run %s: worker %s did not open the run and left it", self.run_name, self.worker)
+        logger.info("Distributed run %s: worker %s did not open the run and left it%s", self.run_name, self.worker,
+                    "; no worker opened it, so its keys are deleted" if forgotten else "")
+
+    def forget(self) -> bool:
+        """Delete the run's keys if no worker opened it and no member heartbeats (one that was killed while
+        opening does not); returns whether they were deleted. The open lock is left alone: a worker that
+        holds it has not registered yet, perhaps, and a lock expires by itself."""
+        if self.server.exists(self.k("opened")):
+            return False
+        lock = self.k("open_lock").encode()
+        keys = [key for key in self.server.scan_iter(match=self.prefix + "*") if key != lock]
+        deleted = int(self._forget(keys=[self.k("workers"), self.k("opened"), *keys], args=[self.k("hb:")]))
+        return deleted >= 0
 
     def finished(self) -> bool:
         return bool(self.server.exists(self.k("finished")))
@@ -330,17 +395,8 @@ class RedisLedger(RunLedger):
 
     def _close_worker(self, reason: str) -> dict[str, Any] | None:
         self.beat(busy=False)
-        stats = self.crawler.stats
-        final = {
-            "reason": reason,
-            "reached": sorted(self.reached),
-            "redirectedTo": self.redirected_to,
-            "frontierCut": self.frontier_cut,
-            "discovery": self.discovery if self.leader else None,
-            "discoveryError": self.discovery_error,
-            "robotsUnreachable": self.robots_unreachable,
-            "scrapy": _numeric_stats(stats.get_stats() if stats is not None else {}),
-        }
+        final = {**self.live_part(), "reason": reason, "reached": sorted(self.reached),
+                 "redirectedTo": self.redirected_to}
         if self.inflight or self.server.hlen(self.k(f"inflight:{self.worker}")):
             # closed before its requests were done (shutdown): they go back for the others
             self.requeue(self.worker)
@@ -358,12 +414,14 @@ class RedisLedger(RunLedger):
                                      "queued": int(self.server.zcard(self.k("requests"))), "workers": {}}
             for worker in sorted(workers):
                 raw_final = self.server.get(self.k(f"final:{worker}"))
+                raw_live = None if raw_final else self.server.get(self.k(f"live:{worker}"))
                 parts["workers"][worker] = {
                     "ledger": {_text(k): json.loads(v) for k, v in
                                self.server.hgetall(self.k(f"ledger:{worker}")).items()},
                     "counters": {_text(k): int(v) for k, v in
                                  self.server.hgetall(self.k(f"counters:{worker}")).items()},
                     "final": json.loads(raw_final) if raw_final else None,
+                    "live": json.loads(raw_live) if raw_live else None,
                 }
             return parts
 
@@ -375,6 +433,7 @@ class RedisLedger(RunLedger):
         problems: list[str] = list(parts["notes"])
         scrapy_stats: dict[str, int | float] = {}
         discovery: dict[str, Any] = self.discovery
+        died: list[dict[str, Any]] = []
         for worker, part in parts["workers"].items():
             for key, entry in part["ledger"].items():
                 entry = dict(entry)
@@ -384,20 +443,22 @@ class RedisLedger(RunLedger):
             final = part["final"]
             if final is None:
                 # a worker that died: what its ledger says it fetched was reached, not an orphan (nothing is
-                # removed after a death anyway, but the report's removal candidates stay honest)
+                # removed after a death anyway, but the report's removal candidates stay honest); the rest of
+                # its part is what it published with its last heartbeat
                 self.reached.update(entry["pageId"] for entry in part["ledger"].values()
                                     if entry.get("pageId") and entry["status"] in ("success", "failed"))
-                continue
-            if final["reason"] != "finished" and reason == "finished":
+                final = part["live"] or {}
+                died.append({"worker": worker, "statsAsOf": final.get("at")})
+            elif final["reason"] != "finished" and reason == "finished":
                 reason = final["reason"]
                 problems.append(f"worker {worker} closed with reason {final['reason']}")
-            self.reached.update(final["reached"])
-            self.redirected_to.update(final["redirectedTo"])
-            self.frontier_cut = self.frontier_cut or final["frontierCut"]
-            if final["discovery"] is not None:
+            self.reached.update(final.get("reached", ()))
+            self.redirected_to.update(final.get("redirectedTo", {}))
+            self.frontier_cut = self.frontier_cut or final.get("frontierCut")
+            if final.get("discovery") is not None:
                 discovery = final["discovery"]
-            self.discovery_error = self.discovery_error or final["discoveryError"]
-            self.robots_unreachable.update(final["robotsUnreachable"])
+            self.discovery_error = self.discovery_error or final.get("discoveryError")
+            self.robots_unreachable.update(final.get("robotsUnreachable", {}))
             for key, value in (final.get("scrapy") or {}).items():
                 scrapy_stats[key] = _merge_stat(key, scrapy_stats.get(key), value)
         if parts["queued"]:
@@ -407,13 +468,14 @@ class RedisLedger(RunLedger):
         self._scrapy_stats = scrapy_stats
         self.discovery = discovery
         self.discovery["distributed"] = {"run": self.run_name, "workers": sorted(parts["workers"]),
-                                         "reportedBy": self.worker, "problems": problems}
+                                         "reportedBy": self.worker, "problems": problems, "died": died}
         if problems:
             self.incomplete = "; ".join(problems)
         return reason
 
     def scrapy_stats(self, own: Mapping[str, Any]) -> dict[str, Any]:
-        """The run's, not the reporting worker's: every closed worker's counts added up."""
+        """The run's, not the reporting worker's: every worker's counts added up (a worker that died: as of
+        its last heartbeat)."""
         stats = dict(own)
         if self._scrapy_stats is not None:
             stats.update(self._scrapy_stats)

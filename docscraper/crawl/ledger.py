@@ -172,7 +172,8 @@ class RunLedger:
         """Every request discovery found is in the queue now."""
 
     async def withdraw(self) -> None:
-        """Leave the run without a part in it: this process could not open it."""
+        """Leave the run without a part in it: this process could not open it. (In a shared run that no
+        worker opened, the last worker to leave deletes what the run shared: no report will.)"""
 
     async def close_worker(self, reason: str) -> str | None:
         """Publish this process's part of the run; return the run's close reason when this process writes
