@@ -204,6 +204,18 @@ def user_agent(contact_url: str | None) -> str:
     return f"docscraper/{__version__} (+{contact_url})" if contact_url else USER_AGENT
 
 
+def _stream_fd(value: Any) -> int | None:
+    if value is None or str(value).strip() == "":
+        return None
+    try:
+        fd = int(str(value).strip())
+    except ValueError:
+        raise ConfigError(f"DOCSCRAPER_STREAM_FD must be a file descriptor number, not {value!r}") from None
+    if fd < 0:
+        raise ConfigError(f"DOCSCRAPER_STREAM_FD must be a file descriptor number, not {value!r}")
+    return fd
+
+
 def _webhook_url(value: Any) -> str | None:
     if not value or not str(value).strip():
         return None
@@ -370,6 +382,8 @@ class DocscraperConfig:
     query_onnx: bool = True
     contact: str | None = None
     changes_enabled: bool = True
+    # a loader's crawl: the file descriptor its documents are streamed to (docscraper.crawl.stream); None: none
+    stream_fd: int | None = None
     webhook_url: str | None = None
     webhook_on_abort: bool = False
     webhook_retries: int = 3
@@ -492,6 +506,7 @@ class DocscraperConfig:
             ),
             contact=contact(settings.get("DOCSCRAPER_CONTACT")),
             changes_enabled=flag("DOCSCRAPER_CHANGES_ENABLED", settings.get("DOCSCRAPER_CHANGES_ENABLED", True)),
+            stream_fd=_stream_fd(settings.get("DOCSCRAPER_STREAM_FD")),
             webhook_url=_webhook_url(settings.get("DOCSCRAPER_WEBHOOK_URL")),
             webhook_on_abort=flag("DOCSCRAPER_WEBHOOK_ON_ABORT", settings.get("DOCSCRAPER_WEBHOOK_ON_ABORT", False)),
             webhook_retries=_positive_int(

@@ -43,7 +43,7 @@ class MirrorPipeline(RunPipeline):
     def from_crawler(cls, crawler: Crawler) -> Self:
         resources = CrawlResources.of(crawler)
         if resources.mirror is None:
-            raise NotConfigured("no save_dir / DOCSCRAPER_SAVE_DIR")
+            raise NotConfigured  # no save_dir / DOCSCRAPER_SAVE_DIR: off, as by default (no warning)
         return cls(crawler, resources, resources.mirror)
 
     async def process_item(self, item: object) -> object:

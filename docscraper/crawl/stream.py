@@ -1,7 +1,7 @@
 """Stream a crawl's documents to the program that started it: the child side of :mod:`docscraper.loader`.
 
 :class:`DocumentStream` is on only when ``DOCSCRAPER_STREAM_FD`` names a file descriptor the crawl inherited
-(the write end of a pipe the loader reads); elsewhere it raises ``NotConfigured``. It writes one JSON object
+(the write end of a pipe the loader reads); elsewhere it does nothing. It writes one JSON object
 per line and flushes each, so the reader gets every page while the crawl goes on:
 
 - ``{"event": "document", "url", "title", "markdown", "metadata"}`` for each page that went through the
@@ -26,10 +26,9 @@ import os
 from typing import IO, TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
 
-from docscraper.crawl.signals import pages_removed, run_finished
+from docscraper.crawl.signals import pages_removed, run_finished, run_opened
 from docscraper.items import PageItem
 
 if TYPE_CHECKING:
@@ -68,23 +67,35 @@ def document_event(item: PageItem) -> dict[str, Any]:
 class DocumentStream:
     """See the module docstring."""
 
-    def __init__(self, crawler: Crawler, stream: IO[str]) -> None:
+    def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.stream: IO[str] | None = stream
+        self.stream: IO[str] | None = None
+        self._opened = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        fd = crawler.settings.get("DOCSCRAPER_STREAM_FD")
-        if fd is None or str(fd).strip() == "":
-            raise NotConfigured("DOCSCRAPER_STREAM_FD is not set (only a loader's crawl streams its documents)")
-        stream = os.fdopen(int(fd), "w", encoding="utf-8", buffering=1, closefd=True)
-        extension = cls(crawler, stream)
+        # The run's parsed settings (DOCSCRAPER_STREAM_FD) come with its signals: extensions cannot look the
+        # resources up while they are being built. Without a descriptor (any crawl but a loader's) it is idle.
+        extension = cls(crawler)
+        crawler.signals.connect(extension.run_opened, signal=run_opened)
         crawler.signals.connect(extension.item_scraped, signal=signals.item_scraped)
         crawler.signals.connect(extension.pages_removed, signal=pages_removed)
         crawler.signals.connect(extension.run_finished, signal=run_finished)
         # not spider_closed: the report is written by a spider_closed handler that may still be running
         crawler.signals.connect(extension.close, signal=signals.engine_stopped)
         return extension
+
+    def _open(self, resources: CrawlResources) -> None:
+        """Open the stream on the first event of the run (a run that never opened still says it finished)."""
+        if self._opened:
+            return
+        self._opened = True
+        fd = resources.config.stream_fd
+        if fd is not None:
+            self.stream = os.fdopen(fd, "w", encoding="utf-8", buffering=1, closefd=True)
+
+    def run_opened(self, resources: CrawlResources) -> None:
+        self._open(resources)
 
     def _send(self, event: dict[str, Any]) -> None:
         if self.stream is None:
@@ -106,15 +117,18 @@ class DocumentStream:
                 stream.close()
 
     def item_scraped(self, item: Any) -> None:
-        if isinstance(item, PageItem):
+        # an alias (the content of another page, which has its own document) is no document of its own
+        if isinstance(item, PageItem) and not item.metadata.alias_of:
             self._send(document_event(item))
 
     def pages_removed(self, resources: CrawlResources, pages: list[dict[str, Any]]) -> None:
+        self._open(resources)
         source = resources.target.source.name if resources.target is not None else None
         for page in pages:
             self._send({"event": "removed", "source": source, **page})
 
     def run_finished(self, resources: CrawlResources, report: dict[str, Any], path: Path | None) -> None:
+        self._open(resources)
         self._send({"event": "finished", "report": {k: v for k, v in report.items() if k != "items"},
                     "path": str(path) if path is not None else None})
         self._drop()
