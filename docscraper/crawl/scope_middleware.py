@@ -292,9 +292,11 @@ class ScopeMiddleware:
         local_canonical = response.meta.get("docscraper_local_canonical")  # a folder's index.html (localfiles)
         if local_canonical and (not canonical or target.scope.check(canonical) is not None):
             canonical = local_canonical
+        by_canonical = False
         if canonical and canonical != response.url and target.scope.check(canonical) is None:
             canonical_pid = page_id(canonical)
             if canonical_pid != pid:
+                by_canonical = True
                 if ledger.is_emitted(canonical_pid):
                     ledger.reached.add(pid)
                     outcomes.duplicate(response.url, of=canonical)
@@ -309,6 +311,10 @@ class ScopeMiddleware:
         if ledger.is_emitted(pid):
             outcomes.duplicate(response.url, of=ledger.claimant(pid))
             return None
+        if by_canonical:
+            # fetched under another URL than its canonical one: that URL is a duplicate of the page, whichever
+            # of the two was answered first (two workers of a shared run may answer them in either order)
+            outcomes.duplicate(response.url, of=canonical)
         ledger.emit(pid)
         self._hints(item, response)
         return item

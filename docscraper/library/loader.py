@@ -38,10 +38,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from docscraper.library.config import CrawlerConfig
 
@@ -232,12 +233,14 @@ class WebCrawlerLoader(_Loader):
                         finished = event
                 done = True
             finally:
-                stream.close()
                 if not done:
-                    # closed early (break, an exception in the caller): stop the crawl as Ctrl-C does
-                    _stop(process)
+                    # closed early (break, an exception in the caller): stop the crawl as Ctrl-C does, reading
+                    # (and dropping) what it still sends until it exits: a pipe closed under it would make it
+                    # close a second way at once, and Scrapy then stops the reactor before the report is written
+                    _stop(process, stream)
                 else:
                     process.wait()
+                stream.close()
             self._check(seed, process.returncode, finished, log)
 
     def _check(self, seed: str, returncode: int, finished: dict[str, Any] | None, log: TextIO) -> None:
@@ -257,16 +260,26 @@ class WebCrawlerLoader(_Loader):
                          reason=reason)
 
 
-def _stop(process: subprocess.Popen[Any]) -> None:
-    """Stop a crawl as Ctrl-C does (its spider closes with reason ``shutdown``), or kill it if it will not."""
+def _drain(stream: IO[str]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for _ in stream:
+            pass
+
+
+def _stop(process: subprocess.Popen[Any], stream: IO[str]) -> None:
+    """Stop a crawl as Ctrl-C does (its spider closes with reason ``shutdown``), or kill it if it will not;
+    what it writes to *stream* meanwhile is read and dropped (on a thread: it may never stop writing)."""
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGINT)
+    drain = threading.Thread(target=_drain, args=(stream,), name="docscraper-loader-drain", daemon=True)
+    drain.start()
     try:
         process.wait(timeout=STOP_TIMEOUT)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    drain.join(timeout=5)
 
 
 class CombinedLoader(_Loader):
