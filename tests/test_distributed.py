@@ -151,6 +151,17 @@ def test_two_workers_crawl_each_page_once_and_report_once(site: DocsServer, shar
 
     assert normalized(report["items"], site.base_url) == normalized(reference["items"], shared_site.base_url)
 
+    # one change feed for the shared run, both workers appending to it: each new page once, as in the report
+    (feed,) = sorted((data_dir / "runs").glob("*/*.changes.jsonl"))
+    assert feed.name == "run-two.changes.jsonl"
+    lines = [json.loads(line) for line in feed.read_text().splitlines()]
+    assert {line["runId"] for line in lines} == {"run-two"} and {line["change"] for line in lines} == {"new"}
+    assert len(lines) == len({line["pageId"] for line in lines}) == report["stats"]["success.new"]
+    db = sqlite3.connect(data_dir / "state.db")
+    active = {row[0] for row in db.execute("SELECT page_id FROM pages WHERE status = 'active'")}
+    db.close()
+    assert {line["pageId"] for line in lines} == active  # every page of the run is new
+
     # every page fetched once across the workers (the 500 is retried twice, by design), as by one process
     gets = page_gets(site)
     assert gets == reference_gets

@@ -114,6 +114,15 @@ def test_one_page_under_two_urls_takes_two_places() -> None:
     assert rank_of(["guide"], hits, at(PREFIX)) == 1
 
 
+def test_a_pages_alias_answers_as_its_url() -> None:
+    """The index holds a page once under one URL; a question whose answer names another URL of the same
+    content (an alias) is answered by that result."""
+    hits = [Hit(PREFIX + "faq.html"), Hit(PREFIX + "guide/", aliases=(PREFIX + "latest/guide.html",))]
+    assert rank_of(["latest/guide.html"], hits, at(PREFIX)) == 2
+    assert rank_of([PREFIX + "latest/guide.html"], hits, at(PREFIX)) == 2
+    assert rank_of(["latest/faq.html"], hits, at(PREFIX)) is None
+
+
 def test_figures_by_hand() -> None:
     questions = [Question(f"q{i}", (answer,), i) for i, answer in enumerate(["a.html", "b.html", "z.html", "d.html"], 1)]
     evaluation = score(questions, ranked(*(PREFIX + p for p in ["a.html", "b.html", "c.html", "d.html", "e.html"])),
@@ -364,3 +373,48 @@ def test_outcome_first_is_what_came_first() -> None:
     outcome = Outcome(Question("q", ("b.html",), 1), 2, (Hit(PREFIX + "a.html", "s", "A"), Hit(PREFIX + "b.html")))
     assert outcome.first == Hit(PREFIX + "a.html", "s", "A")
     assert "first: " + PREFIX + "a.html  (A)" in Evaluation(outcomes=[outcome]).miss_lines()[0]
+
+
+def _page(title: str, body: str, links: dict[str, str] | None = None) -> str:
+    anchors = "".join(f'<li><a href="{href}">{text}</a></li>' for text, href in (links or {}).items())
+    return (f"<!doctype html><html><head><title>{title}</title></head><body><main><h1>{title}</h1>"
+            f"<p>{body}</p><ul>{anchors}</ul></main></body></html>")
+
+
+@pytest.mark.crawl
+def test_a_page_under_two_urls_is_one_result_that_names_its_alias(tmp_path: Path, crawl: Crawl,
+                                                                  command: Crawl) -> None:
+    """Two URLs serving one Markdown are one page in the index: a search returns it once and names the
+    other URL (--aliases, --json), and a question whose answer is the other URL is answered at that rank."""
+    site = tmp_path / "site"
+    (site / "v1").mkdir(parents=True)
+    retention = ("Dead letters are kept for fourteen days in the dead-letter queue, then purged by the "
+                 "nightly compaction job; replay them with relayctl replay before then.")
+    (site / "index.html").write_text(_page("Relay manual", "Acme Relay routes webhooks to queues.", {
+        "Retention": "retention.html", "Old retention": "v1/retention.html", "Install": "install.html"}))
+    (site / "retention.html").write_text(_page("Retention", retention))
+    (site / "v1" / "retention.html").write_text(_page("Retention", retention))
+    (site / "install.html").write_text(_page("Install", "Install Relay with the Debian package relay-server "
+                                                        "and start it with systemctl start relay."))
+    report = crawl(site.as_uri(), index=True).report
+    items = report["items"]
+    pair = {items["retention.html"]["statusReason"], items["v1/retention.html"]["statusReason"]}
+    assert pair == {"new", "duplicateContent"}, pair
+    held, alias = (("retention.html", "v1/retention.html") if items["retention.html"]["statusReason"] == "new"
+                   else ("v1/retention.html", "retention.html"))
+    base = site.as_uri() + "/"
+
+    found = json.loads(command("search", "How long are dead letters kept?", "--aliases", "--json").stdout)
+    assert [r["url"] for r in found].count(base + held) == 1 and base + alias not in [r["url"] for r in found]
+    assert found[0]["url"] == base + held and found[0]["aliases"] == [base + alias], found[0]
+    assert all(r["aliases"] == [] for r in found[1:])
+    plain = command("search", "How long are dead letters kept?", "-k", "1", "--aliases").stdout
+    assert f"also at: {base + alias}" in plain
+    assert "also at" not in command("search", "How long are dead letters kept?", "-k", "1").stdout
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "How long are dead letters kept?", "answers": [alias]}) + "\n"
+                         + json.dumps({"question": "How do I install Relay?", "answers": ["install.html"]}) + "\n")
+    scored = json.loads(command("evaluate", str(questions), "--json").stdout)
+    jsonschema.validate(scored, SCHEMA)
+    assert [o["rank"] for o in scored["outcomes"]] == [1, 1], scored["outcomes"]

@@ -224,3 +224,35 @@ def test_k_pages_come_back_when_one_page_holds_all_the_nearest_chunks(tmp_path: 
     # more pages asked for than the index holds: every page, once
     assert len(searcher.search("a question", k=50)) == 7
     index.close()
+
+
+def test_results_list_their_pages_aliases_from_the_state_database(tmp_path: Path, index: ChromaIndex) -> None:
+    """One page under several URLs is one result that names its other URLs (DESIGN's identity rule)."""
+    from datetime import UTC, datetime
+
+    from docscraper.storage.state import PageWrite, SqlStateStore
+
+    def write(pid: str, url: str, alias_of: str | None = None) -> PageWrite:
+        return PageWrite(pid, url, None, None, "h-" + (alias_of or pid), None, None, 200, pid, "link", 1,
+                         "text/html", datetime.now(UTC), "r1", alias_of=alias_of)
+
+    store = SqlStateStore(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        pg = store.ensure_source("pg", "http://x/", {})
+        other = store.ensure_source("other", "http://o/", {})
+        store.commit_page(pg.id, write("url_errors", "http://x/url_errors.html"))
+        store.commit_page(pg.id, write("e2", "http://x/latest/url_errors.html", alias_of="url_errors"))
+        store.commit_page(pg.id, write("e1", "http://x/errors/index.html", alias_of="url_errors"))
+        # the same page id in another source is not this page
+        store.commit_page(other.id, write("e3", "http://o/errors.html", alias_of="url_errors"))
+        searcher = Searcher(config(tmp_path), embedder=FixedEmbedder(axis(0)), index=index, store=store)
+        results = {r.page_id: r for r in searcher.search("error code 23505", k=40, with_aliases=True)}
+        assert len(results) == 32  # one result per page, aliases or not
+        assert results["url_errors"].aliases == ["http://x/errors/index.html", "http://x/latest/url_errors.html"]
+        assert all(r.aliases == [] for pid, r in results.items() if pid != "url_errors")
+        assert all(r.aliases == [] for r in searcher.search("error code 23505", k=40))  # not asked for
+        # an alias that becomes a page of its own (its content changed) is no longer listed
+        store.commit_page(pg.id, write("e1", "http://x/errors/index.html"))
+        assert store.page_aliases("pg", ["url_errors"]) == {"url_errors": ["http://x/latest/url_errors.html"]}
+    finally:
+        store.close()

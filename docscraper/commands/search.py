@@ -1,4 +1,5 @@
-"""``scrapy search "question" [-k 5] [--source NAME] [--json] [--all-chunks] [--images]``: ask the index."""
+"""``scrapy search "question" [-k 5] [--source NAME] [--json] [--all-chunks] [--images] [--aliases]``: ask the
+index."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ class Command(ToolCommand):
 
 
     def syntax(self) -> str:
-        return '"question" [-k N] [--source NAME] [--json] [--all-chunks] [--images]'
+        return '"question" [-k N] [--source NAME] [--json] [--all-chunks] [--images] [--aliases]'
 
     def short_desc(self) -> str:
         return "Search the vector index for the chunks that best answer a question"
@@ -36,6 +37,8 @@ class Command(ToolCommand):
         parser.add_argument("--source", help="only this source's pages")
         parser.add_argument("--all-chunks", action="store_true", help="allow several chunks of one page")
         parser.add_argument("--images", action="store_true", help="list each result page's images")
+        parser.add_argument("--aliases", action="store_true",
+                            help="list each result page's other URLs (the same content under another URL)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or not args[0].strip():
@@ -52,7 +55,8 @@ class Command(ToolCommand):
             searcher = Searcher(config)
             try:
                 results = searcher.search(args[0], k=opts.k, source=opts.source,
-                                          per_page=None if opts.all_chunks else 1, with_images=opts.images)
+                                          per_page=None if opts.all_chunks else 1, with_images=opts.images,
+                                          with_aliases=opts.aliases)
             finally:
                 searcher.close()
         except (ConfigError, EmbeddingError, IndexError_, ModelMismatch, StateError, ValueError) as exc:
@@ -68,6 +72,8 @@ class Command(ToolCommand):
         for r in results:
             where = f"{r.title} > {r.heading}" if r.heading else r.title
             print(f"{r.rank}. [{r.score:.3f}] {where}\n   {r.url}")
+            if r.aliases:
+                print(f"   also at: {', '.join(r.aliases)}")
             body = " ".join(r.text.split())
             print(textwrap.indent(textwrap.fill(body[:400] + ("..." if len(body) > 400 else ""), 100), "   "))
             for image in r.images:

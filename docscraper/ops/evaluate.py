@@ -86,11 +86,13 @@ class Question:
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result as the scoring sees it: its page URL, and the source and title it came with."""
+    """One search result as the scoring sees it: its page URL, the source and title it came with, and the
+    page's other URLs (aliases of the same content), any of which answers a question as the URL does."""
 
     url: str
     source: str = ""
     title: str = ""
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -297,12 +299,14 @@ def rank_of(answers: Sequence[str], hits: Sequence[Hit], prefix_of: Callable[[Hi
     """The 1-based position of the first of *hits* that is one of *answers* (paths read against the scope
     prefix *prefix_of* gives for that hit), None when none is."""
     for position, hit in enumerate(hits, 1):
-        try:
-            key = page_key(hit.url)
-        except ValueError:
-            continue
+        keys = set()
+        for url in (hit.url, *hit.aliases):
+            try:
+                keys.add(page_key(url))
+            except ValueError:
+                continue
         prefix = prefix_of(hit)
-        if any(answer_key(answer, prefix) == key for answer in answers):
+        if any(answer_key(answer, prefix) in keys for answer in answers):
             return position
     return None
 
@@ -355,7 +359,8 @@ def evaluate_index(config: DocscraperConfig, questions: Sequence[Question], *, k
         ask = searcher
 
         def search(text: str, n: int) -> list[Hit]:
-            return [Hit(r.url, r.source, r.title) for r in ask.search(text, k=n, source=source)]
+            return [Hit(r.url, r.source, r.title, tuple(r.aliases))
+                    for r in ask.search(text, k=n, source=source, with_aliases=True)]
 
         return score(questions, search, lambda hit: prefixes.get(hit.source), k=k)
     finally:

@@ -24,7 +24,8 @@ Tools (each wraps the Python API that the project's commands use):
   job when ``DOCSCRAPER_SCRAPYD_URL`` is set); refused while a crawl of the source runs.
 - ``reindex_page(name, url_or_glob)``: mark pages for the next crawl to re-process
   (:func:`docscraper.ops.sources.request_reindex`).
-- ``search_docs(question, k?, source?)``: the best chunks, at most one per page. The model is loaded on
+- ``search_docs(question, k?, source?)``: the best chunks, at most one per page, each with its page's
+  aliases (other URLs of the same content). The model is loaded on
   the first search and kept for the server's life; the Chroma index is reopened when a crawl wrote to it
   since (a persistent client never sees another process's writes).
 
@@ -157,10 +158,11 @@ class DocsTools:
     def search_docs(self, question: str, *, k: int = 5, source: str | None = None) -> dict[str, Any]:
         with _errors():
             with self._index_lock:
-                results = self._current_searcher().search(question, k=k, source=source or None)
+                results = self._current_searcher().search(question, k=k, source=source or None,
+                                                          with_aliases=True)
             if not results and source:
                 get_source_info(self.config, source)  # an unknown source is the better answer
-        keys = ("rank", "score", "url", "title", "heading", "text", "source")
+        keys = ("rank", "score", "url", "title", "heading", "text", "source", "aliases")
         return {"results": [{key: getattr(result, key) for key in keys} for result in results]}
 
     def _current_searcher(self) -> Searcher:
@@ -286,7 +288,8 @@ def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServe
         source: Annotated[str | None, Field(description="only this source's pages")] = None,
     ) -> dict[str, Any]:
         """Search the indexed documentation: the k passages that best answer the question, at most one per
-        page, best first, each with its page url, title, heading, score (cosine similarity) and text."""
+        page, best first, each with its page url, title, heading, score (cosine similarity) and text, and
+        the page's other URLs (aliases) that serve the same content."""
         return tools.search_docs(question, k=k, source=source)
 
     return server

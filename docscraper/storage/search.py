@@ -11,7 +11,9 @@ two rankings of pages are fused, each page ranked by its best chunk in either; w
 the chunks themselves. A result's ``score`` stays its chunk's cosine similarity to the question.
 
 With ``with_images=True`` each result lists its page's images (``{url, alt, caption}``, in document
-order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.content.images`).
+order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.content.images`);
+with ``with_aliases=True`` its page's other URLs: the URLs whose content is the same page's, which the index
+holds once (DESIGN's identity rule).
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class SearchResult:
     chunk_id: str
     # the page's images, [{url, alt, caption}], when asked for (with_images); empty otherwise
     images: list[dict[str, str | None]] = field(default_factory=list)
+    # the page's other URLs (aliases: the site serves the same content there), when asked for (with_aliases)
+    aliases: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,9 +96,11 @@ class Searcher:
         self.embedder = embedder or load_query_embedder(config)
 
     def search(self, question: str, *, k: int = 5, source: str | None = None,
-               per_page: int | None = 1, with_images: bool = False) -> list[SearchResult]:
+               per_page: int | None = 1, with_images: bool = False,
+               with_aliases: bool = False) -> list[SearchResult]:
         """The *k* best chunks for *question*; at most *per_page* per page (None: no limit). With
-        *with_images*, each result lists its page's images."""
+        *with_images*, each result lists its page's images; with *with_aliases*, its page's other URLs
+        (both read from the state database)."""
         if not question.strip():
             raise ValueError("the question is empty")
         if k < 1:
@@ -113,8 +119,8 @@ class Searcher:
             if len(results) >= k or exhausted or wanted >= MAX_CANDIDATES:
                 break
             wanted = min(wanted * 4, MAX_CANDIDATES)
-        if with_images and results:
-            results = self._with_images(results)
+        if (with_images or with_aliases) and results:
+            results = self._with_state(results, images=with_images, aliases=with_aliases)
         return results
 
     def _fuse(self, question: str, vector: Any, hits: list[SearchHit], wanted: int, source: str | None,
@@ -178,17 +184,20 @@ class Searcher:
             self._own_store = open_state_store(self.config)
         return self._store or self._own_store
 
-    def _with_images(self, results: list[SearchResult]) -> list[SearchResult]:
+    def _with_state(self, results: list[SearchResult], *, images: bool, aliases: bool) -> list[SearchResult]:
         store = self._state()
         if store is None:
             return results
         by_source: dict[str, set[str]] = {}
         for result in results:
             by_source.setdefault(result.source, set()).add(result.page_id)
-        images = {source: store.page_images(source, ids) for source, ids in by_source.items()}
+        found_images = {source: store.page_images(source, ids) for source, ids in by_source.items()} if images else {}
+        found_aliases = {source: store.page_aliases(source, ids) for source, ids in by_source.items()} if aliases else {}
         return [
-            replace(result, images=[{"url": image.url, "alt": image.alt, "caption": image.caption}
-                                    for image in images[result.source].get(result.page_id, [])])
+            replace(result,
+                    images=[{"url": image.url, "alt": image.alt, "caption": image.caption}
+                            for image in found_images.get(result.source, {}).get(result.page_id, [])],
+                    aliases=list(found_aliases.get(result.source, {}).get(result.page_id, [])))
             for result in results
         ]
 
@@ -236,7 +245,8 @@ def _rrf(rankings: list[list[str]], weights: list[float]) -> dict[str, float]:
 
 
 def search(question: str, *, k: int = 5, source: str | None = None, per_page: int | None = 1,
-           config: DocscraperConfig | None = None, with_images: bool = False) -> list[SearchResult]:
+           config: DocscraperConfig | None = None, with_images: bool = False,
+           with_aliases: bool = False) -> list[SearchResult]:
     """One question against the index of the current project's settings (or *config*)."""
     if config is None:
         from scrapy.utils.project import get_project_settings
@@ -244,6 +254,7 @@ def search(question: str, *, k: int = 5, source: str | None = None, per_page: in
         config = DocscraperConfig.from_settings(get_project_settings())
     searcher = Searcher(config)
     try:
-        return searcher.search(question, k=k, source=source, per_page=per_page, with_images=with_images)
+        return searcher.search(question, k=k, source=source, per_page=per_page, with_images=with_images,
+                               with_aliases=with_aliases)
     finally:
         searcher.close()

@@ -226,6 +226,9 @@ class StateStore(Protocol):
     def delete_source(self, source_id: int) -> dict[str, int]: ...
     def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int: ...
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
+    def page_aliases(self, source: str, page_ids: Iterable[str]) -> dict[str, list[str]]:
+        """The URLs serving these pages' content as aliases (status alias), by page id."""
+        ...
     def linking_pages(self, source_id: int, page_ids: Iterable[str], limit: int = 10) -> dict[str, list[str]]: ...
     def begin_index_writes(self, source_id: int, page_ids: Iterable[str], run_id: str) -> None:
         """Record that *run_id* is about to write these pages' chunks to the vector index (before it does)."""
@@ -656,6 +659,24 @@ class SqlStateStore:
                 for row in rows:
                     image = ImageRecord(row.url, row.alt or "", row.caption, row.title)
                     found.setdefault(row.page_id, []).append(image)
+        return found
+
+    def page_aliases(self, source: str, page_ids: Iterable[str]) -> dict[str, list[str]]:
+        """The other URLs of these pages of the source called *source* (its aliases: URLs the site serves
+        the same content under), by page id, sorted; a page without aliases is left out."""
+        ids = sorted(set(page_ids))
+        found: dict[str, list[str]] = {}
+        with self._session() as session:
+            for start in range(0, len(ids), 500):
+                rows = session.execute(
+                    select(PageRow.alias_of, PageRow.url)
+                    .join(SourceRow, SourceRow.id == PageRow.source_id)
+                    .where(SourceRow.name == source, PageRow.status == "alias",
+                           PageRow.alias_of.in_(ids[start : start + 500]))
+                    .order_by(PageRow.alias_of, PageRow.url)
+                )
+                for row in rows:
+                    found.setdefault(row.alias_of, []).append(row.url)
         return found
 
     # runs ------------------------------------------------------------------------------------------
