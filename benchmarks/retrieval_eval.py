@@ -254,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="retrieval-eval-") as tmp:
         site = Path(tmp) / "site"
-        shutil.copytree(docs, site, symlinks=False, ignore=shutil.ignore_patterns("_sources", "*.gz", "*.inv"))
+        shutil.copytree(docs, site, symlinks=False, ignore_dangling_symlinks=True,
+                        ignore=shutil.ignore_patterns("_sources", "*.gz", "*.inv"))
         data_dir = args.reuse or args.keep or Path(tmp) / "data"
         with DocsServer(site).start() as server:
             crawl_s = None

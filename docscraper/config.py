@@ -267,7 +267,7 @@ class DocscraperConfig:
     ``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32),
     ``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
 
-    Search (:mod:`docscraper.storage.search`): ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5: the weight of the BM25
+    Search (:mod:`docscraper.storage.search`): ``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.75: the weight of the BM25
     keyword ranking against the vector ranking's 1 when the two are fused; 0 ranks by vectors alone).
 
     Rate limits (:mod:`docscraper.crawl.ratelimit`): ``DOCSCRAPER_RATELIMIT_ENABLED`` (on),
@@ -354,7 +354,7 @@ class DocscraperConfig:
     chunk_target_tokens: int = 200
     chunk_overlap_tokens: int = 32
     chunk_min_tokens: int = 48
-    search_keyword_weight: float = 0.5
+    search_keyword_weight: float = 0.75
     ratelimit_enabled: bool = True
     retry_after_max: float = 300.0
     max_consecutive_429: int = 3
@@ -479,7 +479,7 @@ class DocscraperConfig:
             ),
             scrapyd_url=_scrapyd_url(settings.get("DOCSCRAPER_SCRAPYD_URL")),
             search_keyword_weight=_number_between(
-                "DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", settings.get("DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", 0.5), 0.0, 100.0
+                "DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", settings.get("DOCSCRAPER_SEARCH_KEYWORD_WEIGHT", 0.75), 0.0, 100.0
             ),
             scrapyd_project=_scrapyd_project(settings.get("DOCSCRAPER_SCRAPYD_PROJECT") or "docscraper"),
             ledger_class=_dotted("DOCSCRAPER_LEDGER_CLASS", settings.get("DOCSCRAPER_LEDGER_CLASS") or MEMORY_LEDGER),

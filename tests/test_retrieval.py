@@ -37,9 +37,9 @@ pytestmark = pytest.mark.crawl
 QUESTIONS = load_questions(Path(__file__).parent / "questions.json")
 PRIVATE = "private/secret.html"
 
-# Measured 2026-11-24 (45 questions, 44 answerable): docscraper (hybrid) recall@5 0.977 (43/44), MRR@10
-# 0.867-0.888; the vectors alone 0.977, 0.790; the tutorial baseline 0.909, 0.697. The floor allows three
-# more misses than measured.
+# Measured 2026-11-24 (45 questions, 44 answerable): docscraper (hybrid) recall@1 0.841, recall@5 0.977
+# (43/44), MRR@10 0.902; the vectors alone 0.659, 0.977, 0.790; the tutorial baseline 0.545, 0.909, 0.697.
+# The floor allows three more misses than measured.
 MIN_RECALL_AT_5 = 0.90
 
 
@@ -105,7 +105,7 @@ def test_docscraper_finds_the_right_page_more_often_than_the_tutorial_pipeline(
     for question, hits in private_hits.items():
         assert not any("/private/" in url for url in hits), (question, hits)
     assert ours.recall(5) >= MIN_RECALL_AT_5, figures
-    assert ours.recall(5) >= theirs.recall(5), figures
+    assert ours.recall(1) >= theirs.recall(1) and ours.recall(5) >= theirs.recall(5), figures
     assert ours.mrr >= theirs.mrr, figures
     # the keyword ranking fused in must not cost what the vectors alone find
     assert ours.recall(5) >= dense.recall(5) and ours.mrr >= dense.mrr, figures

@@ -200,7 +200,7 @@ def test_keyword_weight_is_validated() -> None:
 
     from docscraper.config import ConfigError
 
-    assert DocscraperConfig.from_settings(Settings()).search_keyword_weight == 0.5
+    assert DocscraperConfig.from_settings(Settings()).search_keyword_weight == 0.75
     assert DocscraperConfig.from_settings(Settings({"DOCSCRAPER_SEARCH_KEYWORD_WEIGHT": "0"})).search_keyword_weight == 0
     with pytest.raises(ConfigError, match="DOCSCRAPER_SEARCH_KEYWORD_WEIGHT"):
         DocscraperConfig.from_settings(Settings({"DOCSCRAPER_SEARCH_KEYWORD_WEIGHT": "-1"}))

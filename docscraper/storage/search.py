@@ -6,9 +6,10 @@
 Ranking is hybrid: the chunks nearest to the question's vector and the chunks BM25 ranks best for its
 words (:mod:`docscraper.storage.lexical`) are fused by reciprocal rank: each ranking adds ``weight / (RRF_K +
 rank)`` to what it ranks, the vector ranking with weight 1, the keyword ranking with
-``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.5; 0 turns it off). With one result per page (the default) the
-two rankings of pages are fused, each page ranked by its best chunk in either; with ``per_page=None``
-the chunks themselves. A result's ``score`` stays its chunk's cosine similarity to the question.
+``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.75; 0 turns it off). With one result per page (the default) the
+pages are fused, each at the rank of its best chunk among the chunks of either ranking; with
+``per_page=None`` the chunks themselves. A result's ``score`` stays its chunk's cosine
+similarity to the question.
 
 With ``with_images=True`` each result lists its page's images (``{url, alt, caption}``, in document
 order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.content.images`);
@@ -19,6 +20,7 @@ holds once (DESIGN's identity rule).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -142,8 +144,7 @@ class Searcher:
         def page(cid: str) -> str:
             return str(by_id[cid].metadata.get("page_id", cid))
 
-        page_score = _rrf([list(dict.fromkeys(map(page, dense))), list(dict.fromkeys(map(page, keyword)))],
-                          [1.0, weight])
+        page_score = _page_rrf([dense, keyword], [1.0, weight], page)
         # within a page: its vector-ranked chunks first, then those only the keywords found
         own = {cid: i for i, cid in enumerate(dict.fromkeys(dense + keyword))}
         return [by_id[cid] for cid in sorted(own, key=lambda cid: (-page_score[page(cid)], own[cid]))]
@@ -241,6 +242,21 @@ def _rrf(rankings: list[list[str]], weights: list[float]) -> dict[str, float]:
     for ranking, weight in zip(rankings, weights, strict=True):
         for rank, item in enumerate(ranking, 1):
             score[item] = score.get(item, 0.0) + weight / (RRF_K + rank)
+    return score
+
+
+def _page_rrf(rankings: list[list[str]], weights: list[float], page: Callable[[str], str]) -> dict[str, float]:
+    """Reciprocal rank fusion of pages, each at the rank of its best chunk among all the chunks of a
+    ranking: a page whose best chunk is r-th adds ``weight / (RRF_K + r)``. (Ranking the pages among pages
+    instead lifts a page that only one weak chunk reached; measured in ``benchmarks/ranking_levers.py``.)"""
+    score: dict[str, float] = {}
+    for ranking, weight in zip(rankings, weights, strict=True):
+        seen: set[str] = set()
+        for rank, cid in enumerate(ranking, 1):
+            pid = page(cid)
+            if pid not in seen:
+                seen.add(pid)
+                score[pid] = score.get(pid, 0.0) + weight / (RRF_K + rank)
     return score
 
 

@@ -1,0 +1,261 @@
+"""Ranking levers measured on kept indexes, tuned on one half of each question set and reported on the other.
+
+Usage::
+
+    HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/ranking_levers.py \\
+        --site python /tmp/ev/python benchmarks/python_docs_questions.json \\
+        --site postgresql /tmp/pgindex benchmarks/postgresql_docs_questions.json ...
+
+Each ``--site NAME DATA_DIR QUESTIONS`` names a data folder that a crawl with the index on filled
+(``retrieval_eval.py --keep DIR``, or any ``DOCSCRAPER_DATA_DIR``) and a question file whose paths are
+relative to the site's root, or to a folder given after the name (``fixture@/docs/``). Nothing is re-embedded but the questions (and, for the outline lever, one
+short text per page): every lever here changes how the stored chunks are ranked, not the chunks. Levers
+that need new chunks (chunk size, overlap, context prefixes) need a re-crawl with ``--full`` and are
+measured with ``retrieval_eval.py`` instead.
+
+The rankings are computed here with exact cosine similarity over the collection's vectors (Chroma's HNSW
+is approximate); the row ``searcher`` asks :class:`~docscraper.storage.search.Searcher` itself, so the
+gap between the two is visible. Every variant is scored by :mod:`docscraper.ops.evaluate` (the code of
+``scrapy evaluate``): recall@1, recall@5 and MRR@10, on the tuning half (questions 1, 3, 5... of each
+file), the held-out half (2, 4, 6...) and all, per site.
+
+Levers:
+
+* ``K``, ``w``: reciprocal rank fusion's constant and the keyword ranking's weight (10 and 0.5 in search);
+* ``multi=d``: a page is scored by several of its chunks in each ranking, ranked among chunks, the j-th
+  best adding ``d**j / (K + rank)`` (``d = 0``: its best chunk alone, at its chunk rank; search uses
+  0.3 since 2026-11-24); ``multi=None`` ranks the pages themselves, each by its best chunk, as search did
+  before;
+* ``kw=title``: the keyword index reads each chunk's page title and heading path before its text
+  (``kw=title2``: twice, weighing them more);
+* ``outline=v``: one short outline text per page (title, heading paths in order, the first 300
+  characters) embedded and ranked as a third list of pages, weight ``v``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from docscraper.ops.evaluate import Evaluation, Hit, Question, load_questions, score  # noqa: E402
+
+DEPTH = 10  # results per question (MRR@10)
+POOL = 80  # chunks each ranking contributes, as Searcher asks for k=10 (k * 8)
+
+
+@dataclass
+class Site:
+    name: str
+    ids: list[str]
+    urls: list[str]  # the page URL of each chunk
+    titles: list[str]
+    headings: list[str]
+    documents: list[str]
+    vectors: np.ndarray
+    questions: list[Question]
+    qvectors: np.ndarray
+    folder: str = "/"  # question paths are relative to this folder of the site
+    keyword: dict[str, Any] = field(default_factory=dict)  # variant -> LexicalIndex
+    outline: tuple[list[str], np.ndarray] | None = None  # page URLs, outline vectors
+    searcher_urls: list[list[str]] = field(default_factory=list)
+
+
+def load_site(name: str, index: Any, questions_path: Path, embed: Any) -> Site:
+    collection = index.collection
+    ids: list[str] = []
+    metas: list[dict[str, Any]] = []
+    documents: list[str] = []
+    vectors: list[np.ndarray] = []
+    total = collection.count()
+    for offset in range(0, total, 2000):
+        got = collection.get(limit=2000, offset=offset, include=["documents", "metadatas", "embeddings"])
+        ids += got["ids"]
+        metas += got["metadatas"]
+        documents += got["documents"]
+        vectors.append(np.asarray(got["embeddings"], dtype=np.float32))
+    matrix = np.vstack(vectors)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    questions = [q for q in load_questions(questions_path) if q.answers]
+    qvectors = np.asarray(embed([q.text for q in questions]), dtype=np.float32)
+    return Site(name, ids, [str(m.get("url", "")) for m in metas], [str(m.get("title", "")) for m in metas],
+                [str(m.get("heading", "")) for m in metas], documents, matrix, questions, qvectors)
+
+
+def keyword_index(site: Site, variant: str) -> Any:
+    from docscraper.storage.lexical import LexicalIndex
+
+    if variant not in site.keyword:
+        if variant == "text":
+            docs = site.documents
+        else:
+            times = 2 if variant == "title2" else 1
+            docs = [("\n".join([t, h] * times) + "\n" + d) for t, h, d in
+                    zip(site.titles, site.headings, site.documents, strict=True)]
+        site.keyword[variant] = LexicalIndex.build(variant, site.ids, ["s"] * len(site.ids), docs)
+    return site.keyword[variant]
+
+
+def outlines(site: Site, embed: Any) -> tuple[list[str], np.ndarray]:
+    if site.outline is None:
+        order: dict[str, list[int]] = defaultdict(list)
+        for i, url in enumerate(site.urls):
+            order[url].append(i)
+        pages = sorted(order)
+        texts = []
+        for url in pages:
+            rows = order[url]
+            title = site.titles[rows[0]]
+            headings = list(dict.fromkeys(site.headings[i] for i in rows if site.headings[i]))
+            first = min(rows, key=lambda i: site.ids[i])  # chunk ids end in the chunk's index
+            texts.append("\n".join([title, *headings[:20], site.documents[first][:300]]))
+        site.outline = (pages, np.asarray(embed(texts), dtype=np.float32))
+    return site.outline
+
+
+def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> dict[str, float]:
+    """Each page's score in one chunk ranking. *decay* None: the page's rank among pages (each ranked
+    by its best chunk) gives 1 / (K + rank), as :class:`~docscraper.storage.search.Searcher` did before;
+    otherwise ranks are the chunks' own, and a page's j-th chunk at rank r adds decay**j / (K + r)."""
+    seen: dict[str, int] = defaultdict(int)
+    scores: dict[str, float] = defaultdict(float)
+    if decay is None:
+        pages = list(dict.fromkeys(urls[i] for i in ranking))
+        return {url: 1 / (K + rank) for rank, url in enumerate(pages, 1)}
+    for rank, i in enumerate(ranking, 1):
+        url = urls[i]
+        j = seen[url]
+        seen[url] += 1
+        if j == 0 or decay > 0:
+            scores[url] += (decay ** j) / (K + rank)
+    return scores
+
+
+def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None, kw: str, outline: float,
+                 embed: Any) -> list[str]:
+    qv = site.qvectors[qi]
+    sims = site.vectors @ qv
+    dense = list(np.argsort(-sims, kind="stable")[:POOL])
+    total: dict[str, float] = defaultdict(float)
+    order: dict[str, float] = {}
+    for url, s in rrf_pages(dense, site.urls, K, decay).items():
+        total[url] += s
+    if w > 0:
+        index = keyword_index(site, kw)
+        position = {cid: i for i, cid in enumerate(site.ids)}
+        keyword = [position[cid] for cid, _ in index.top(site.questions[qi].text, POOL)]
+        for url, s in rrf_pages(keyword, site.urls, K, decay).items():
+            total[url] += w * s
+    if outline > 0:
+        pages, ov = outlines(site, embed)
+        best = np.argsort(-(ov @ qv), kind="stable")[:POOL]
+        for rank, p in enumerate(best, 1):
+            total[pages[p]] += outline / (K + rank)
+    # ties: the vector ranking's order
+    for rank, i in enumerate(dense):
+        order.setdefault(site.urls[i], rank)
+    return sorted(total, key=lambda u: (-total[u], order.get(u, POOL)))[:DEPTH]
+
+
+def evaluate(site: Site, pages_of: Any) -> dict[str, Evaluation]:
+    """Scores on the tuning half (odd lines), the held-out half (even lines) and all."""
+    answers = {q.text: pages_of(i) for i, q in enumerate(site.questions)}
+
+    def root_of(hit: Hit) -> str:
+        parts = urlsplit(hit.url)
+        return f"{parts.scheme}://{parts.netloc}{site.folder}"
+
+    def search(text: str, k: int) -> list[Hit]:
+        return [Hit(u) for u in answers[text][:k]]
+
+    halves = {"tune": site.questions[0::2], "held": site.questions[1::2], "all": site.questions}
+    return {name: score(qs, search, root_of, k=DEPTH) for name, qs in halves.items()}
+
+
+def figures(e: Evaluation) -> str:
+    return f"{e.recall(1):.3f} {e.recall(5):.3f} {e.mrr:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--site", nargs=3, action="append", metavar=("NAME", "DATA_DIR", "QUESTIONS"),
+                        required=True)
+    parser.add_argument("--quick", action="store_true", help="only the main variants")
+    args = parser.parse_args(argv)
+
+    from docscraper.config import DocscraperConfig
+    from docscraper.storage.backends import load_query_embedder
+    from docscraper.storage.search import Searcher
+    from docscraper.storage.vectors import ChromaIndex
+
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
+    sites = []
+    embedder = None
+    for label, data_dir, questions in args.site:
+        name, _, folder = label.partition("@")
+        config = DocscraperConfig(data_dir=Path(data_dir), state_url="sqlite://")
+        if embedder is None:
+            embedder = load_query_embedder(config)
+        started = time.monotonic()
+        index = ChromaIndex(path=Path(data_dir) / "chroma")
+        site = load_site(name, index, Path(questions), embedder.embed)
+        site.folder = folder or "/"
+        searcher = Searcher(config, embedder=embedder, index=index)
+        site.searcher_urls = [[r.url for r in searcher.search(q.text, k=DEPTH)] for q in site.questions]
+        sites.append(site)
+        print(f"{name}: {len(site.ids)} chunks, {len(set(site.urls))} pages, {len(site.questions)} questions "
+              f"({time.monotonic() - started:.0f} s to load)", flush=True)
+    assert embedder is not None
+
+    variants: list[tuple[str, dict[str, Any]]] = [("before (pages among pages, w0.5)", dict(K=10, w=0.5, decay=None,
+                                                                              kw="text", outline=0))]
+    grid = [dict(K=K, w=w, decay=d, kw=kw, outline=o) for K, w, d, kw, o in itertools.product(
+        (10, 30) if not args.quick else (10,), (0.5, 0.75) if not args.quick else (0.5,),
+        (None, 0, 0.3, 0.5), ("text", "title", "title2"), (0, 0.5, 1.0))]
+    for params in grid:
+        label = (f"K{params['K']} w{params['w']} multi={params['decay']} kw={params['kw']} "
+                 f"outline={params['outline']}")
+        variants.append((label, params))
+
+    header = "".join(f"{s.name:^36}" for s in sites)
+    print(f"\n{'':44}{header}")
+    print(f"{'variant':44}" + "".join(f"{'tune':^12}{'held-out':^12}{'all':^12}" for _ in sites))
+    rows: list[tuple[str, list[dict[str, Evaluation]]]] = []
+    results = [evaluate(s, lambda i, s=s: s.searcher_urls[i]) for s in sites]
+    rows.append(("searcher (Chroma HNSW, as shipped)", results))
+    for label, params in variants:
+        results = [evaluate(s, lambda i, s=s, p=params: ranked_pages(s, i, embed=embedder.embed, **p))
+                   for s in sites]
+        rows.append((label, results))
+    for label, results in rows:
+        cells = "".join(f" {figures(r['tune'])} | {figures(r['held'])} | {figures(r['all'])} ||"
+                        for r in results)
+        print(f"{label:44}{cells}", flush=True)
+
+    def tune_score(results: list[dict[str, Evaluation]]) -> float:
+        return sum(r["tune"].recall(1) + 0.5 * r["tune"].mrr for r in results) / len(results)
+
+    best = max(rows[2:], key=lambda row: tune_score(row[1]))
+    print(f"\nbest on the tuning halves (mean of recall@1 + MRR/2): {best[0]}")
+    for site, r in zip(sites, best[1], strict=True):
+        print(f"  {site.name}: held-out {figures(r['held'])}  (before {figures(rows[1][1][sites.index(site)]['held'])})")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    embedder.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
