@@ -246,6 +246,7 @@ def test_a_json_array_gives_each_question_its_line(tmp_path: Path) -> None:
     ("tests/questions.json", 45, 1),
     ("benchmarks/python_docs_questions.json", 48, 0),
     ("benchmarks/postgresql_docs_questions.json", 68, 0),
+    ("benchmarks/typer_docs_questions.json", 78, 0),
 ])
 def test_the_shipped_question_sets_load(path: str, count: int, unscored: int) -> None:
     questions = load_questions(ROOT / path)
