@@ -192,21 +192,33 @@ def test_webhook_never_holds_up_the_crawls_close(shared_site: DocsServer, tmp_pa
     for name, value in _hook(receiver).items():
         command += ["-s", f"{name}={value}"]
     env = {**__import__("os").environ, "DOCSCRAPER_DATA_DIR": str(data_dir), "PYTHONWARNINGS": ""}
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    assert proc.stderr is not None
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr or ()), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 120
         while not receiver.posts and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert receiver.posts, "no POST arrived"
-        # the POST is unanswered, yet the run has closed: its report and its row are written
+        # the POST is unanswered, yet the run closes: its report is written and Scrapy closes the spider
         report = json.loads(Path(receiver.posts[0]["body"]["report"]).read_text())
         assert report["closeReason"] == "finished"
+        while (not any("Spider closed (finished)" in line for line in list(lines)) and proc.poll() is None
+               and time.monotonic() < deadline):
+            time.sleep(0.05)
+        assert any("Spider closed (finished)" in line for line in list(lines)), "".join(lines)[-3000:]
         assert proc.poll() is None  # the process waits for the delivery, after the crawl
+        assert not any("Webhook:" in line for line in list(lines))  # still unanswered
     finally:
         receiver.gate.set()
-        _, stderr = proc.communicate(timeout=120)
+        proc.wait(timeout=120)
+        reader.join(timeout=30)
+        proc.stderr.close()
+    stderr = "".join(lines)
     assert proc.returncode == 0, stderr[-3000:]
-    assert "Spider closed (finished)" in stderr.split("Webhook:")[0]
+    assert "Webhook: run" in stderr and "posted to" in stderr, stderr[-3000:]
 
 
 def test_deliver_does_not_retry_a_client_error(receiver: Receiver) -> None:
