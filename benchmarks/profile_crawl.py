@@ -31,14 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-#: (stage, markers): a sample belongs to the first stage one of whose markers is in its stack.
+#: (stage, markers): a sample belongs to the first stage one of whose markers is in its stack. The chunker's
+#: samples ("chunking: token counting" when its stack reaches the tokenizer, else "chunking: other") are
+#: told apart first, by :func:`stage_of`: its token counts call the tokenizer that embedding uses too.
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("model load (import, weights)", ("load_embedder (",)),
     ("ONNX export for questions", ("export_for_questions (",)),
     ("embedding: tokenization", ("SentenceTransformer.tokenize", "PreTrainedTokenizerFast", "tokenizers")),
     ("embedding: model forward", ("SentenceTransformer.encode", "torch/nn/")),
-    ("chunking: token counting", ("chunking.py", "count_tokens")),
-    ("chunking: other", ("docscraper/content/chunking.py",)),
     ("extraction (HTML to Markdown, links)", ("docscraper/content/extraction", "page_parser.py", "html_to_markdown",
                                               "linkextractors")),
     ("Chroma writes and reads", ("chromadb/", "docscraper/storage/vectors.py")),
@@ -56,7 +56,6 @@ WAITS = ("Condition.wait (", ".select (selectors.py", "Queue.get (", "Connection
 def stage_of(stack: str) -> str:
     if any(marker in stack.rsplit(";", 1)[-1] for marker in WAITS):
         return "waiting (select, locks, queues)"
-    # the chunker's token counts call the tokenizer too: chunking is decided before embedding's tokenizer
     if "docscraper/content/chunking.py" in stack:
         return "chunking: token counting" if "tokenizers" in stack or "encode_batch" in stack else "chunking: other"
     for stage, markers in STAGES:

@@ -70,14 +70,18 @@ class ChangeDetectionPipeline(RunPipeline):
                     self._holders.setdefault(page.content_hash, (pid, page.url))
         return self._holders.get(digest)
 
+    def _release(self, digest: str, pid: str) -> None:
+        """Page *pid* no longer holds content *digest* (it changed, or failed on its way to the index)."""
+        if self._holders is not None and self._holders.get(digest, ("",))[0] == pid:
+            del self._holders[digest]
+
     def _item_error(self, item: Any, response: Any, spider: Any, failure: Any) -> None:
         # a page that failed on its way to the index holds no content: its duplicates must not point at it
-        if isinstance(item, PageItem) and self._holders is not None:
+        if isinstance(item, PageItem) and item.metadata.change in ("new", "changed"):
             meta = item.metadata
-            if self._holders.get(meta.content_hash, ("",))[0] == meta.page_id and meta.change in ("new", "changed"):
-                previous = self.resources.target.known.get(meta.page_id) if self.resources.target else None
-                if previous is None or previous.content_hash != meta.content_hash:
-                    del self._holders[meta.content_hash]
+            previous = self.resources.target.known.get(meta.page_id) if self.resources.target else None
+            if previous is None or previous.content_hash != meta.content_hash:
+                self._release(meta.content_hash, meta.page_id)
 
     async def process_item(self, item: object) -> object:
         if not isinstance(item, PageItem):
@@ -101,9 +105,8 @@ class ChangeDetectionPipeline(RunPipeline):
         else:
             meta.change = "unchanged"
         holder = self._holder(meta.content_hash)
-        if (meta.change == "changed" and previous is not None and previous.content_hash
-                and self._holders is not None and self._holders.get(previous.content_hash, ("",))[0] == meta.page_id):
-            del self._holders[previous.content_hash]  # it no longer holds its old content
+        if meta.change == "changed" and previous is not None and previous.content_hash:
+            self._release(previous.content_hash, meta.page_id)  # it no longer holds its old content
         if holder is not None and holder[0] != meta.page_id:
             # another live page of the source has this content: this URL is its alias
             meta.change = "alias"

@@ -3,10 +3,10 @@ the validators stored from its last fetch, so an unchanged page costs a 304 and 
 
 :class:`ConditionalRequestMiddleware` adds ``If-None-Match`` (stored ETag) and ``If-Modified-Since`` (stored
 Last-Modified) to a page request (meta ``docscraper_page_id``) whose page is active in the state with a
-content hash, or an alias whose content the page it names still holds, and lets a 304 through to the spider (``handle_httpstatus_list``). It sends none in a full run
-(``-a full=1``), for a page marked by ``scrapy reindex``, for a rendered page (the HTML shell's validators say
-nothing about what its scripts build), or when the Markdown mirror lost the page's file (a 304 has no body to
-restore it from). The spider turns a 304 into an ``unchanged`` item; only the pipelines write page state.
+content hash, or an alias whose content the page it names still holds, and lets a 304 through to the spider
+(``handle_httpstatus_list``). It sends none in a full run (``-a full=1``), for a page marked by ``scrapy
+reindex``, for a rendered page (the HTML shell's validators say nothing about what its scripts build), or when
+the Markdown mirror lost the page's file (a 304 has no body to restore it from). The spider turns a 304 into an ``unchanged`` item; only the pipelines write page state.
 """
 
 from __future__ import annotations
@@ -46,11 +46,8 @@ class ConditionalRequestMiddleware:
         if (known is None or known.status not in ("active", "alias") or not known.content_hash or target.args.full
                 or known.reindex_requested or meta.get("docscraper_render") == "js"):
             return
-        if known.status == "alias":
-            # an alias is asked conditionally while the page that holds its content still holds it
-            holder = target.known.get(known.alias_of or "")
-            if holder is None or holder.status != "active" or holder.content_hash != known.content_hash:
-                return
+        if known.status == "alias" and not known.alias_current(target.known):
+            return  # an alias is asked conditionally while the page that holds its content still holds it
         headers: dict[str, str] = {}
         if known.etag:
             headers["If-None-Match"] = known.etag

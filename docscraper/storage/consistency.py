@@ -120,12 +120,10 @@ def _compare(source: SourceRecord, pages: Mapping[str, PageRecord], chunks: Mapp
         page = pages.get(pid)
         all_stored = by_page.get(pid, [])
         url = page.url if page is not None else next((str(m.get("url", "")) for *_, m in all_stored), None)
-        if page is not None and page.status == "alias":
-            holder = pages.get(page.alias_of or "")
-            if holder is None or holder.status != "active" or holder.content_hash != page.content_hash:
-                (result.scheduled if page.reindex_requested else found).append(Disagreement(
-                    "danglingAlias", f"an alias of {page.alias_of}, which does not hold its content now",
-                    source.name, source.id, pid, page.url))
+        if page is not None and page.status == "alias" and not page.alias_current(pages):
+            (result.scheduled if page.reindex_requested else found).append(Disagreement(
+                "danglingAlias", f"an alias of {page.alias_of}, which does not hold its content now",
+                source.name, source.id, pid, page.url))
         if page is None or page.status != "active":
             if all_stored:
                 why = "unknown to the state" if page is None else f"{page.status} in the state"

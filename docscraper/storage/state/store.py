@@ -18,7 +18,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,6 +114,11 @@ class PageRecord:
     reindex_requested: bool = False  # marked by `scrapy reindex`: re-process whatever the hash
     title: str | None = None  # the title its chunks carry (in their prefix and metadata)
     alias_of: str | None = None  # status alias: the page whose content this URL serves
+
+    def alias_current(self, pages: Mapping[str, PageRecord]) -> bool:
+        """Whether this alias's page (looked up in *pages*, its source's) is live and holds its content."""
+        holder = pages.get(self.alias_of or "")
+        return holder is not None and holder.status == "active" and holder.content_hash == self.content_hash
 
 
 @dataclass(frozen=True)
