@@ -5,7 +5,9 @@ state commit (the next pipeline) record the page's new hash. Before the first wr
 as an index write in flight (DESIGN rule 8): the state commit clears it, and one left behind (the run died,
 or a write failed) is reconciled by :mod:`docscraper.storage.consistency`. A page whose content did not change
 never gets here. The ids written and deleted are kept on the item (``chunks_added``, ``chunks_deleted``) for
-the run's change feed (:mod:`docscraper.crawl.changefeed`). Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
+the run's change feed (:mod:`docscraper.crawl.changefeed`). The pages that go on together after an embedding
+batch make their write-ahead records, upserts and deletes as one call each
+(:class:`~docscraper.crawl.batching.CallGroup`); each page still awaits its own before its next step. Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
 (:func:`~docscraper.storage.vectors.chunk_id`); metadata per DESIGN.
 
 Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``docscraper/chunks_deleted``.
@@ -14,10 +16,17 @@ Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``do
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
+from docscraper.crawl.batching import CallGroup
 from docscraper.items import PageItem
 from docscraper.storage.vectors import ChunkRecord, chunk_id
 from pipelines._base import RunPipeline
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["IndexPipeline"]
 
@@ -26,6 +35,29 @@ logger = logging.getLogger(__name__)
 
 class IndexPipeline(RunPipeline):
     enabled_by = "index_enabled"
+
+    def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
+        super().__init__(crawler, resources)
+        self._begin: CallGroup[str, None] = CallGroup(self._begin_writes, name="index write-ahead records")
+        self._upsert: CallGroup[list[ChunkRecord], None] = CallGroup(self._upsert_chunks, name="chunk upserts")
+        self._delete: CallGroup[list[str], None] = CallGroup(self._delete_chunks, name="chunk deletes")
+
+    async def _begin_writes(self, page_ids: list[str]) -> list[None]:
+        resources = self.resources
+        assert resources.store is not None and resources.target is not None
+        await resources.db(resources.store.begin_index_writes, resources.target.source.id, page_ids,
+                           resources.run_id)
+        return [None] * len(page_ids)
+
+    async def _upsert_chunks(self, pages: list[list[ChunkRecord]]) -> list[None]:
+        assert self.resources.index is not None
+        await self.resources.call("index", self.resources.index.upsert, [r for records in pages for r in records])
+        return [None] * len(pages)
+
+    async def _delete_chunks(self, pages: list[list[str]]) -> list[None]:
+        assert self.resources.index is not None
+        await self.resources.call("index", self.resources.index.delete, [cid for ids in pages for cid in ids])
+        return [None] * len(pages)
 
     async def process_item(self, item: object) -> object:
         resources = self.resources
@@ -68,11 +100,11 @@ class IndexPipeline(RunPipeline):
         if (records or stale) and resources.store is not None:
             # write-ahead (DESIGN rule 8): if the page's state row never commits, the next run knows to
             # reconcile its chunks; the commit clears it
-            await resources.db(resources.store.begin_index_writes, source_id, [meta.page_id], resources.run_id)
+            await self._begin.submit(meta.page_id)
         if records:
-            await resources.call("index", index.upsert, records)
+            await self._upsert.submit(records)
         if stale:
-            await resources.call("index", index.delete, stale)
+            await self._delete.submit(stale)
         item.chunks_added = [record.id for record in records if record.id not in item.previous_chunks]
         item.chunks_deleted = stale
         self.outcomes.count("chunks_added", len(item.chunks_added))

@@ -5,7 +5,9 @@ leaves the state behind the index and the next run redoes the page. An item that
 pipeline never reaches this one: :meth:`StateCommitPipeline.item_error` records it as a failed page.
 
 The page's images (``metadata.images``) are written in the same transaction as its row, replacing the
-ones stored before; an unchanged page never gets here, so its images stay as they are.
+ones stored before; an unchanged page never gets here, so its images stay as they are. The pages that reach
+this pipeline together (after one embedding batch) commit in one transaction
+(:class:`~docscraper.crawl.batching.CallGroup`); one that fails is committed again alone, and only it fails.
 
 Settings: none. Stats: ``docscraper/pages_new``, ``docscraper/pages_changed``, ``docscraper/images`` (images
 recorded this run; the report's ``counters.images``).
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
+from docscraper.crawl.batching import CallGroup
 from docscraper.items import PageItem
 from docscraper.storage.state import ImageRecord, PageWrite
 from pipelines._base import RunPipeline
@@ -37,6 +40,13 @@ class StateCommitPipeline(RunPipeline):
     def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
         super().__init__(crawler, resources)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
+        self._commits: CallGroup[PageWrite, None] = CallGroup(self._commit, name="state commits")
+
+    async def _commit(self, pages: list[PageWrite]) -> list[None]:
+        resources = self.resources
+        assert resources.store is not None and resources.target is not None
+        await resources.db(resources.store.commit_pages, resources.target.source.id, pages)
+        return [None] * len(pages)
 
     async def process_item(self, item: object) -> object:
         if not isinstance(item, PageItem) or item.not_modified:
@@ -44,9 +54,7 @@ class StateCommitPipeline(RunPipeline):
         resources = self.resources
         assert resources.store is not None and resources.target is not None
         meta = item.metadata
-        await resources.db(
-            resources.store.commit_page,
-            resources.target.source.id,
+        await self._commits.submit(
             PageWrite(
                 page_id=meta.page_id,
                 url=item.url,

@@ -37,6 +37,6 @@ class KillingIndex(ChromaIndex):
 
 
 class KillingStore(SqlStateStore):
-    def commit_page(self, source_id: int, page: PageWrite) -> None:
-        _kill_at("before_commit", {page.page_id})
-        super().commit_page(source_id, page)
+    def commit_pages(self, source_id: int, pages: Sequence[PageWrite]) -> None:
+        _kill_at("before_commit", {page.page_id for page in pages})
+        super().commit_pages(source_id, pages)

@@ -77,8 +77,8 @@ class WordEmbedder:
     dimension = 16
     max_tokens = 128
 
-    def __init__(self, model: str, *, device: str | None = None, batch_size: int = 64) -> None:
-        pass
+    def __init__(self, model: str, *, device: str | None = None, batch_size: int | None = None) -> None:
+        self.batch_size = batch_size or 16
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(text.split()) + 2 for text in texts]
@@ -136,8 +136,22 @@ class HalfWriteIndex(RecordingIndex):
 class FailingCommitStore(SqlStateStore):
     """The real state store, except that committing a page's row fails (the process dies there)."""
 
-    def commit_page(self, source_id: int, page: PageWrite) -> None:
+    def commit_pages(self, source_id: int, pages: Sequence[PageWrite]) -> None:
         raise RuntimeError("the state database went away")
+
+
+class OneBadCommitStore(SqlStateStore):
+    """The real state store, except that a transaction holding the row of ``broken.html`` fails."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.transactions: list[list[str]] = []
+
+    def commit_pages(self, source_id: int, pages: Sequence[PageWrite]) -> None:
+        self.transactions.append(sorted(p.url.rsplit("/", 1)[1] for p in pages))
+        if any(p.url.endswith("/broken.html") for p in pages):
+            raise RuntimeError("constraint failed")
+        super().commit_pages(source_id, pages)
 
 
 class FeedSpider(DocsSpider):
@@ -548,6 +562,34 @@ class PipelineTests(TestCase):
         # one chunk had gone in before the failure; nothing of the page stays, and nothing disagrees
         assert self.chunks(failed) == {}
         assert self.verify(failed).ok
+
+    @deferred_f_from_coro_f
+    async def test_pages_embedded_together_write_together_and_one_bad_commit_fails_alone(self) -> None:
+        names = ["a", "b", "broken", "c", "d", "e"]
+        pages = [page(PAGE.replace("Install the tool", f"Install {name}"), url=f"{SEED}{name}.html")
+                 for name in names]
+        # one embedding call for all six pages (a long flush wait): they go on through the index and the state
+        # commit together
+        run = await self.crawl(*pages, settings={"DOCSCRAPER_EMBEDDING_FLUSH_SECONDS": 0.5,
+                                                 "DOCSCRAPER_STATE_STORE_CLASS": f"{__name__}.OneBadCommitStore"})
+        assert run.stat("docscraper/embedding_batches") == 1
+        upserts = [ids for kind, ids in run.writes if kind == "upsert"]
+        # every chunk of the six pages in one Chroma call
+        assert len(upserts) == 1 and len(upserts[0]) == run.stat("docscraper/chunks") >= 12
+        store = run.resources.store
+        assert isinstance(store, OneBadCommitStore)
+        # one transaction for the six rows failed; each page was then committed alone, and only one failed
+        assert store.transactions[0] == sorted(f"{name}.html" for name in names)
+        assert sorted(map(tuple, store.transactions[1:])) == [(f"{name}.html",) for name in sorted(names)]
+        state = self.state(run)
+        assert sorted(row.url.rsplit("/", 1)[1] for row in state.values() if row.status == "active") == [
+            f"{name}.html" for name in names if name != "broken"]
+        assert run.stat("docscraper/pages_new") == 5
+        assert run.report_entry("broken.html")["status"] == "failed"
+        # the failed page's chunks, written before its commit failed, were taken back at close (DESIGN rule 8)
+        assert self.chunks(run, page_id(f"{SEED}broken.html")) == {}
+        assert len(self.chunks(run, page_id(f"{SEED}a.html"))) == state[page_id(f"{SEED}a.html")].chunk_count >= 2
+        assert self.verify(run).ok
 
     # -- the mirror --------------------------------------------------------------------------------------
 

@@ -102,7 +102,10 @@ def test_a_crawl_killed_at_each_write_step_is_reconciled_by_the_next_one(
     # what the killed run wrote disagrees with the state until a run reconciles it
     died = verify_here(first.data_dir)
     if step == "after_upsert":
-        assert {d.kind for d in died.disagreements} == {"orphanChunk"}
+        # the new page's chunks went in without its row; the pages embedded with it wrote theirs in the same
+        # upsert (CallGroup), so the edited page's old chunks may still be there beside its new ones
+        assert "orphanChunk" in {d.kind for d in died.disagreements}
+        assert {d.kind for d in died.disagreements} <= {"orphanChunk", "staleChunk"}
         # and the new page leaves the site before anything crawls again
         remove_page(site)
     else:

@@ -217,6 +217,9 @@ class StateStore(Protocol):
     def find_source_by_url(self, url: str) -> SourceRecord | None: ...
     def load_pages(self, source_id: int) -> dict[str, PageRecord]: ...
     def commit_page(self, source_id: int, page: PageWrite) -> None: ...
+    def commit_pages(self, source_id: int, pages: Sequence[PageWrite]) -> None:
+        """:meth:`commit_page` for each of *pages*, in one transaction (all or none)."""
+        ...
     def mark_seen(self, source_id: int, run_id: str, pages: Sequence[PageSeen]) -> None: ...
     def record_failures(self, source_id: int, run_id: str, failures: Sequence[PageFailure]) -> None: ...
     def mark_removed(self, source_id: int, page_ids: Iterable[str], run_id: str, at: datetime) -> int: ...
@@ -450,8 +453,19 @@ class SqlStateStore:
                 for row in rows
             }
 
-    @_retry_conflicts
     def commit_page(self, source_id: int, page: PageWrite) -> None:
+        self.commit_pages(source_id, [page])
+
+    @_retry_conflicts
+    def commit_pages(self, source_id: int, pages: Sequence[PageWrite]) -> None:
+        if not pages:
+            return
+        with self._session() as session, session.begin():
+            # page-id order: two workers committing overlapping pages lock them in the same order
+            for page in sorted(pages, key=lambda p: p.page_id):
+                self._commit_page(session, source_id, page)
+
+    def _commit_page(self, session: Session, source_id: int, page: PageWrite) -> None:
         values = {
             "url": page.url,
             "canonical_url": page.canonical_url,
@@ -478,30 +492,29 @@ class SqlStateStore:
         }
         if page.forced:
             values["reindex_requested"] = False
-        with self._session() as session, session.begin():
-            stmt = _insert(self._dialect, PageRow).values(
-                source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
+        stmt = _insert(self._dialect, PageRow).values(
+            source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
+        )
+        session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=values))
+        # its aliases served its old content: the next crawl fetches them in full and decides again
+        session.execute(update(PageRow).where(PageRow.source_id == source_id, PageRow.alias_of == page.page_id,
+                                              PageRow.status == "alias",
+                                              PageRow.content_hash != page.content_hash)
+                        .values(reindex_requested=True))
+        # its index write is committed with it
+        session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
+                                                    IndexWriteRow.page_id == page.page_id))
+        # The page's images are replaced wholesale, in the same transaction as its row.
+        session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id == page.page_id))
+        if page.images:
+            session.execute(
+                _insert(self._dialect, ImageRow),
+                [
+                    {"source_id": source_id, "page_id": page.page_id, "position": position, "url": image.url,
+                     "alt": image.alt, "caption": image.caption, "title": image.title}
+                    for position, image in enumerate(page.images)
+                ],
             )
-            session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=values))
-            # its aliases served its old content: the next crawl fetches them in full and decides again
-            session.execute(update(PageRow).where(PageRow.source_id == source_id, PageRow.alias_of == page.page_id,
-                                                  PageRow.status == "alias",
-                                                  PageRow.content_hash != page.content_hash)
-                            .values(reindex_requested=True))
-            # its index write is committed with it
-            session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
-                                                        IndexWriteRow.page_id == page.page_id))
-            # The page's images are replaced wholesale, in the same transaction as its row.
-            session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id == page.page_id))
-            if page.images:
-                session.execute(
-                    _insert(self._dialect, ImageRow),
-                    [
-                        {"source_id": source_id, "page_id": page.page_id, "position": position, "url": image.url,
-                         "alt": image.alt, "caption": image.caption, "title": image.title}
-                        for position, image in enumerate(page.images)
-                    ],
-                )
 
     @_retry_conflicts
     def mark_seen(self, source_id: int, run_id: str, pages: Sequence[PageSeen]) -> None:
