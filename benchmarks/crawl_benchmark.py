@@ -728,28 +728,36 @@ def raw_encode(texts: list[str], *, in_calls: bool) -> dict[str, Any]:
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
-    from docscraper.storage.embedding import default_model_path, resolve_device
+    from docscraper.storage.embedding import default_batch_size, default_model_path, resolve_device
+    from pipelines.embedding import CALL_MAX
 
     hf_logging.disable_progress_bar()
     device = resolve_device(None)
+    passes = default_batch_size(device)  # what the crawl uses, unless DOCSCRAPER_EMBEDDING_BATCH_SIZE says
+    passes = int(os.environ.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE") or passes)
     model = SentenceTransformer(default_model_path(), device=device, local_files_only=True)
-    model.encode(texts[:16], batch_size=64, normalize_embeddings=True, show_progress_bar=False)  # warm-up
+    model.encode(texts[:16], batch_size=passes, normalize_embeddings=True, show_progress_bar=False)  # warm-up
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
-    def timed(calls: list[list[str]]) -> tuple[float, float]:
+    def timed(calls: list[list[str]], batch_size: int) -> tuple[float, float]:
         wall, cpu = time.perf_counter(), time.process_time()
         for call in calls:
-            model.encode(call, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+            model.encode(call, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
         return time.perf_counter() - wall, time.process_time() - cpu
 
-    seconds, cpu = timed([texts])
+    seconds, cpu = timed([texts], passes)
     result: dict[str, Any] = {"device": device, "torch_threads": torch.get_num_threads(), "seconds": seconds,
-                              "cpu_s": cpu, "chunks_per_s": len(texts) / seconds,
+                              "cpu_s": cpu, "chunks_per_s": len(texts) / seconds, "batch_size": passes,
                               "peak_rss_mib_loaded": rss_loaded / 1024,
                               "peak_rss_mib_encoded": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    if passes != 64:
+        # the pass size crawls used before it was chosen per device: what choosing it bought
+        seconds, cpu = timed([texts], 64)
+        result.update(seconds_64=seconds, cpu_s_64=cpu, chunks_per_s_64=len(texts) / seconds)
     if in_calls:
-        seconds, cpu = timed([texts[k : k + 256] for k in range(0, len(texts), 256)])
-        result.update(seconds_256=seconds, cpu_s_256=cpu, chunks_per_s_256=len(texts) / seconds)
+        call = max(CALL_MAX, 4 * passes)
+        seconds, cpu = timed([texts[k : k + call] for k in range(0, len(texts), call)], passes)
+        result.update(call=call, seconds_calls=seconds, cpu_s_calls=cpu, chunks_per_s_calls=len(texts) / seconds)
     return result
 
 
@@ -776,7 +784,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary site, data and logs")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
     parser.add_argument("--raw-calls", action="store_true",
-                        help="also time the raw encode in 256-text calls, as the pipeline batches (doubles its time)")
+                        help="also time the raw encode in calls of the size the embedding pipeline makes (pipelines.embedding.CALL_MAX)")
     options = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -823,7 +831,7 @@ def main() -> int:
                 # CPU seconds per chunk, raw over pipeline: less sensitive to other work on the machine.
                 figures["pipeline_over_raw_cpu"] = (raw["cpu_s"] / len(texts)) / (window_cpu / computed)
             if options.raw_calls and pipeline:
-                figures["pipeline_over_raw_256"] = pipeline / raw["chunks_per_s_256"]
+                figures["pipeline_over_raw_calls"] = pipeline / raw["chunks_per_s_calls"]
 
             print("unchanged recrawl ...", flush=True)
             again = run_crawl("unchanged", source, data_dir, logs, server)
@@ -900,17 +908,20 @@ def print_table(f: dict[str, Any], texts: int) -> None:
         f"{_fmt(cold['pipeline_chunks_per_s'])} chunks/s ({_fmt(cold['pipeline_window_s'])} s, "
         f"CPU {_fmt(cold['pipeline_window_cpu_s'])} s = "
         f"{_fmt(ratio(cold['pipeline_window_cpu_s'], cold['pipeline_window_s']), '.2f')} cores)")
-    row("  raw encode, one call",
+    row(f"  raw encode, one call, {raw['batch_size']} per pass",
         f"{raw['chunks_per_s']:.1f} chunks/s ({raw['seconds']:.1f} s, CPU {raw['cpu_s']:.1f} s = "
         f"{raw['cpu_s'] / raw['seconds']:.2f} cores)")
-    if "chunks_per_s_256" in raw:
-        row("  raw encode, 256-text calls",
-            f"{raw['chunks_per_s_256']:.1f} chunks/s ({raw['seconds_256']:.1f} s, CPU {raw['cpu_s_256']:.1f} s)")
+    if "chunks_per_s_64" in raw:
+        row("  raw encode, one call, 64 per pass (before)",
+            f"{raw['chunks_per_s_64']:.1f} chunks/s ({raw['seconds_64']:.1f} s, CPU {raw['cpu_s_64']:.1f} s)")
+    if "chunks_per_s_calls" in raw:
+        row(f"  raw encode, {raw['call']}-text calls",
+            f"{raw['chunks_per_s_calls']:.1f} chunks/s ({raw['seconds_calls']:.1f} s, CPU {raw['cpu_s_calls']:.1f} s)")
     row("  end to end (embeddings / wall)", f"{cold['end_to_end_chunks_per_s']:.1f} chunks/s")
     row("  pipeline / raw", _pct(f["pipeline_over_raw"]), f">= {TARGETS['pipeline_ratio']:.0%}")
     row("  pipeline / raw, by CPU seconds per chunk", _pct(f.get("pipeline_over_raw_cpu")))
-    if "pipeline_over_raw_256" in f:
-        row("  pipeline / raw (256-text calls)", _pct(f["pipeline_over_raw_256"]))
+    if "pipeline_over_raw_calls" in f:
+        row(f"  pipeline / raw ({raw['call']}-text calls)", _pct(f["pipeline_over_raw_calls"]))
     row("  embed texts matching chunk_hash", f"{cold['embed_texts_matching_chunk_hash']} / {texts}", "all")
     row("  raw process peak RSS, loaded / encoded",
         f"{raw['peak_rss_mib_loaded']:.0f} MiB / {raw['peak_rss_mib_encoded']:.0f} MiB")

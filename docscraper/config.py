@@ -262,8 +262,9 @@ class DocscraperConfig:
     The vector index: ``DOCSCRAPER_INDEX_ENABLED`` (on), ``DOCSCRAPER_CHROMA_URL`` (a Chroma server;
     default: a persistent directory at ``DATA_DIR/chroma``), ``DOCSCRAPER_CHROMA_COLLECTION`` (``docs``),
     ``DOCSCRAPER_CHROMA_TELEMETRY`` (off), ``DOCSCRAPER_EMBEDDING_MODEL`` (the bundled all-MiniLM-L6-v2),
-    ``DOCSCRAPER_EMBEDDING_DEVICE`` (cuda when present, else cpu), ``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` (64
-    texts), ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS`` (0.2: a partial batch waits at most this long),
+    ``DOCSCRAPER_EMBEDDING_DEVICE`` (cuda when present, else cpu), ``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` (texts
+    per forward pass of the model; default chosen for the device: 16 on a CPU, 128 on a GPU),
+    ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS`` (0.2: a partial batch waits at most this long),
     ``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32),
     ``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
 
@@ -349,7 +350,7 @@ class DocscraperConfig:
     chroma_telemetry: bool = False
     embedding_model: str = "bundled:all-MiniLM-L6-v2"
     embedding_device: str | None = None
-    embedding_batch_size: int = 64
+    embedding_batch_size: int | None = None  # None: chosen for the device (embedding.default_batch_size)
     embedding_flush_seconds: float = 0.2
     chunk_target_tokens: int = 200
     chunk_overlap_tokens: int = 32
@@ -436,8 +437,9 @@ class DocscraperConfig:
             chroma_telemetry=flag("DOCSCRAPER_CHROMA_TELEMETRY", settings.get("DOCSCRAPER_CHROMA_TELEMETRY", False)),
             embedding_model=str(settings.get("DOCSCRAPER_EMBEDDING_MODEL") or "bundled:all-MiniLM-L6-v2"),
             embedding_device=settings.get("DOCSCRAPER_EMBEDDING_DEVICE") or None,
-            embedding_batch_size=_positive_int(
-                "DOCSCRAPER_EMBEDDING_BATCH_SIZE", settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE", 64)
+            embedding_batch_size=(
+                _positive_int("DOCSCRAPER_EMBEDDING_BATCH_SIZE", settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE"))
+                if settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE") not in (None, "") else None
             ),
             embedding_flush_seconds=_seconds(
                 "DOCSCRAPER_EMBEDDING_FLUSH_SECONDS", settings.get("DOCSCRAPER_EMBEDDING_FLUSH_SECONDS", 0.2)

@@ -3,10 +3,13 @@
 A chunk whose text did not change since the page was last indexed keeps its vector: the page's stored
 chunks are looked up by ``chunk_hash`` and their vectors read back from the index (not for a page marked
 by ``scrapy reindex``, ``metadata.force``: all of its chunks are embedded again). The others are queued;
-the queue goes to the model (on the run's ``model`` thread) when it holds
-``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` texts, when its oldest text has waited
-``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS``, or when the previous batch finishes with texts waiting. Pages
-from many responses share a batch, and fetching and parsing go on while the model works.
+the queue goes to the model (on the run's ``model`` thread) when it holds :data:`CALL_MIN` texts, when its
+oldest text has waited ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS``, or when the previous call finishes with texts
+waiting. A call takes the texts queued by the time the model is ready (so the first call, made while the
+model loads, takes what the pages fetched meanwhile gave), at most :data:`CALL_MAX` or four forward passes
+(the embedder's ``batch_size``, ``DOCSCRAPER_EMBEDDING_BATCH_SIZE``), whichever is more: the model sorts the
+texts of a call by length, so a large call pads little. Pages from many responses share a call, and fetching
+and parsing go on while the model works.
 
 Settings: ``DOCSCRAPER_INDEX_ENABLED``, ``DOCSCRAPER_EMBEDDING_*``. Stats:
 ``docscraper/embeddings_computed``, ``docscraper/embeddings_reused``, ``docscraper/embedding_batches``.
@@ -29,9 +32,14 @@ if TYPE_CHECKING:
 
     from docscraper.crawl.resources import CrawlResources
 
-__all__ = ["EmbeddingPipeline"]
+__all__ = ["CALL_MAX", "CALL_MIN", "EmbeddingPipeline"]
 
 logger = logging.getLogger(__name__)
+
+#: Texts queued that make a call at once (fewer wait DOCSCRAPER_EMBEDDING_FLUSH_SECONDS for more).
+CALL_MIN = 64
+#: The most texts in one call to the model (or four of its forward passes, when that is more).
+CALL_MAX = 256
 
 
 class EmbeddingPipeline(RunPipeline):
@@ -84,7 +92,7 @@ class EmbeddingPipeline(RunPipeline):
     def _submit(self, text: str) -> Deferred[Any]:
         result: Deferred[Any] = Deferred()
         self._pending.append((text, result))
-        if len(self._pending) >= self.config.embedding_batch_size:
+        if len(self._pending) >= CALL_MIN:
             self._flush()
         else:
             self._arm()
@@ -106,25 +114,28 @@ class EmbeddingPipeline(RunPipeline):
         if self._busy or not self._pending:
             return
         self._disarm()
-        # Large batches keep the model busy; the model splits them into its own batch size.
-        limit = self.config.embedding_batch_size * 4
-        batch, self._pending = self._pending[:limit], self._pending[limit:]
         self._busy = True
-        self.outcomes.stat("embedding_batches")
-        done = deferred_from_coro(self._encode(batch))
+        done = deferred_from_coro(self._encode())
         done.addErrback(lambda failure: logger.error("Embedding batch failed: %s", failure.value))
 
-    async def _encode(self, batch: list[tuple[str, Deferred[Any]]]) -> None:
+    async def _encode(self) -> None:
+        batch: list[tuple[str, Deferred[Any]]] = []
         try:
             embedder = await self.resources.embedder()
+            # the call is made of what is queued now that the model is ready
+            limit = max(CALL_MAX, 4 * embedder.batch_size)
+            batch, self._pending = self._pending[:limit], self._pending[limit:]
+            self.outcomes.stat("embedding_batches")
             vectors = await self.resources.call("model", embedder.embed, [text for text, _ in batch])
         except Exception as exc:
+            if not batch:  # the model did not load: every text queued fails with it
+                batch, self._pending = self._pending, []
             for _, waiter in batch:
                 waiter.errback(exc)
             return
         finally:
             self._busy = False
-            if len(self._pending) >= self.config.embedding_batch_size:
+            if len(self._pending) >= CALL_MIN:
                 self._flush()
             elif self._pending:
                 self._arm()

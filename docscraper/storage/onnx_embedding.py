@@ -135,6 +135,10 @@ class OnnxQueryEmbedder:
     def max_tokens(self) -> int:
         return self._max_tokens
 
+    @property
+    def batch_size(self) -> int:
+        return 16  # as the torch model's on a CPU (embedding.default_batch_size): passes of similar lengths
+
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
 
@@ -143,7 +147,20 @@ class OnnxQueryEmbedder:
 
         if not texts:
             return np.zeros((0, self._dimension), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
+        if len(texts) <= self.batch_size:
+            return self._embed(list(texts))
+        # longest first, in passes of batch_size: each pass is padded to its own longest text only
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        vectors = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            vectors[rows] = self._embed([texts[i] for i in rows])
+        return vectors
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts)
         columns = {
             "input_ids": [e.ids for e in encodings],
             "attention_mask": [e.attention_mask for e in encodings],
