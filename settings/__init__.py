@@ -65,6 +65,8 @@ EXTENSIONS = {
     # a progress line on a terminal; a crawl without progress for DOCSCRAPER_WATCHDOG_SECONDS stops
     "docscraper.crawl.progress.ProgressLine": 0,
     "docscraper.crawl.watchdog.Watchdog": 0,
+    # off (REMOTE_CONTROL_ENABLED below), and not even imported: it imports aiohttp, 0.1 s of every crawl's start
+    "scrapy.extensions.remote_control.RemoteControl": None,
 }
 DOWNLOAD_TIMEOUT = 30
 # file:// sources: read only inside the source folder, typed by extension (docscraper.crawl.localfiles).

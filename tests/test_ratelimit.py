@@ -385,6 +385,25 @@ def test_crawl_delay_from_robots_txt_is_a_floor_under_the_slot_delay() -> None:
     assert fresh.delay == 2.0
 
 
+def test_a_304_and_a_discovery_probes_404_lower_the_delay_and_a_pages_404_does_not() -> None:
+    crawler, _, engine = make(AUTOTHROTTLE_ENABLED=True)
+    throttle = ConditionalAutoThrottle(crawler)
+    spider: Any = None
+    throttle._spider_opened(spider)
+
+    def delay_after(status: int, **meta: Any) -> float:
+        slot = engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
+        request = Request(f"https://{HOST}/x", meta={"download_slot": HOST, "download_latency": 0.001, **meta})
+        throttle._response_downloaded(Response(request.url, status=status, request=request), request, spider)
+        return float(slot.delay)
+
+    assert delay_after(200) < 0.25 and delay_after(304) < 0.25
+    assert delay_after(404, docscraper_discovery="llms.txt") < 0.25
+    assert delay_after(410, docscraper_discovery="sitemap") < 0.25
+    assert delay_after(404) == 0.25  # a page that is gone: Scrapy's policy
+    assert delay_after(500, docscraper_discovery="llms.txt") == 0.25
+
+
 def test_crawl_delay_for_docscraper_wins_over_star_and_is_capped(caplog: pytest.LogCaptureFixture) -> None:
     crawler, mw, _ = make()
     mw._response_downloaded(*robots("User-agent: docscraper\nCrawl-delay: 0.5\n\nUser-agent: *\nCrawl-delay: 9\n"))

@@ -14,7 +14,6 @@ from docscraper.ops.cli import ToolCommand
 from docscraper.storage.embedding import EmbeddingError
 from docscraper.storage.errors import StateError
 from docscraper.storage.model_identity import ModelMismatch
-from docscraper.storage.search import Searcher
 from docscraper.storage.vectors import IndexError_
 
 if TYPE_CHECKING:
@@ -52,6 +51,9 @@ class Command(ToolCommand):
                 print(f"error: no index at {config.chroma_path}; crawl a source first", file=sys.stderr)
                 self.exitcode = 1
                 return
+            # imported here: every scrapy command (a crawl too) imports each command's module
+            from docscraper.storage.search import Searcher
+
             searcher = Searcher(config)
             try:
                 results = searcher.search(args[0], k=opts.k, source=opts.source,

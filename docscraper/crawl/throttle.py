@@ -4,7 +4,10 @@ Scrapy's AutoThrottle never lowers the delay on a non-200 response, so that smal
 speed a crawl up. A 304 is the normal answer to an incremental recrawl's conditional request: treated
 as an error, the delay stays at ``AUTOTHROTTLE_START_DELAY`` for the whole run and an unchanged recrawl
 of a site that sends validators takes longer than the cold crawl did. Here a 304 adjusts the delay as
-a 200 would; every other status keeps Scrapy's policy.
+a 200 would. So does a 404 or 410 to a discovery probe (llms.txt, llms-full.txt, sitemap.xml at the
+prefix and at the root): "there is none" is the usual answer there, and the probes go one after another
+before any page, so at the start delay they held every run's start by a second. Every other status keeps
+Scrapy's policy.
 
 A slot whose host sets a robots.txt ``Crawl-delay`` never goes faster than that: after each adjustment
 the delay is raised back to the floor that :mod:`docscraper.crawl.ratelimit` keeps for the slot.
@@ -30,9 +33,12 @@ if TYPE_CHECKING:
 __all__ = ["ConditionalAutoThrottle"]
 
 
+_ABSENT = frozenset({404, 410})
+
+
 class ConditionalAutoThrottle(AutoThrottle):
     def _adjust_delay(self, slot: Slot, latency: float, response: Response) -> None:
-        if response.status == 304:
+        if response.status == 304 or (response.status in _ABSENT and _is_probe(response)):
             response = response.replace(status=200)
         super()._adjust_delay(slot, latency, response)
 
@@ -47,3 +53,11 @@ class ConditionalAutoThrottle(AutoThrottle):
             return
         if key is not None and slot is not None:
             enforce_delay_floor(self.crawler, key, slot)
+
+
+def _is_probe(response: Response) -> bool:
+    """Whether *response* answers one of the spider's discovery probes (``docscraper_discovery`` in its meta)."""
+    try:
+        return bool(response.meta.get("docscraper_discovery"))
+    except AttributeError:  # a response that no request is bound to
+        return False
