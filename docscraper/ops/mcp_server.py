@@ -302,6 +302,9 @@ def _bind(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # listening before the address is printed: a client that connects at once waits in the backlog
+        # until uvicorn accepts, instead of being refused
+        sock.listen(socket.SOMAXCONN)
     except OSError:
         sock.close()
         raise
