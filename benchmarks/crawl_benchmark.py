@@ -12,69 +12,69 @@ and ``logs/`` with each crawl's log, ``/usr/bin/time`` output and Chroma dumps).
 RESULTS
 -------
 
-2026-11-22, ``HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/crawl_benchmark.py --pages 300`` (4 min 14 s in all;
-the 2 CPUs were shared with other jobs, see the load average)::
+2026-11-24, ``HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/crawl_benchmark.py`` (2 min 7 s in all; nothing else
+ran on the machine)::
 
     site: 300 pages (12 sections), 2.3 MB of HTML in /tmp/docscraper-bench-.../site
     cold crawl ...
-    raw encode of 1424 chunk texts ...
+    raw encode of 1095 chunk texts ...
     unchanged recrawl ...
     recrawl after editing 30 pages ...
 
-    figure                                      measured                                           target
+    figure                                        measured                                         target
     -------------------------------------------------------------------------------------------------------
-    machine                                     2 CPUs, load average 2.1 at start, 2.9 at end
-    model                                       all-MiniLM-L6-v2 on cpu, 2 torch threads
-    site                                        300 pages
+    machine                                       2 CPUs, load average 1.5 at start, 1.6 at end
+    model                                         all-MiniLM-L6-v2 on cpu, 2 torch threads
+    site                                          300 pages
     COLD CRAWL
-      wall / CPU                                119.9 s / 150.4 s
-      pages new / failed                        300 / 0
-      chunks in Chroma                          1424 (added 1424)
-      embeddings computed                       1424 in 7 batches
-      spider opened / model ready               1.7 s / 17.5 s
-      all fetched / closing spider              16.8 s / 118.1 s
-      peak RSS                                  1442 MiB
+      wall / CPU                                  42.7 s / 71.5 s
+      pages new / failed                          300 / 0
+      chunks in Chroma                            1095 (added 1095)
+      embeddings computed                         1095 in 6 batches
+      spider opened / model ready                 1.2 s / 9.8 s
+      all fetched / closing spider                8.4 s / 38.4 s
+      peak RSS                                    1198 MiB
     THROUGHPUT
-      pipeline (model ready -> closing)         14.2 chunks/s (100.6 s, CPU 131.7 s = 1.31 cores)
-      raw encode, one call                      15.6 chunks/s (91.3 s, CPU 99.1 s = 1.09 cores)
-      end to end (embeddings / wall)            11.9 chunks/s
-      pipeline / raw                            90.8%                                              >= 85%
-      pipeline / raw, by CPU seconds per chunk  75.3%
-      embed texts matching chunk_hash           1424 / 1424                                        all
-      raw process peak RSS, loaded / encoded    581 MiB / 997 MiB
+      pipeline (model ready -> closing)           38.3 chunks/s (28.6 s, CPU 54.9 s = 1.92 cores)
+      raw encode, one call, 16 per pass           43.7 chunks/s (25.1 s, CPU 49.6 s = 1.98 cores)
+      raw encode, one call, 64 per pass (before)  38.9 chunks/s (28.2 s, CPU 55.7 s)
+      end to end (embeddings / wall)              25.6 chunks/s
+      pipeline / raw                              87.7%                                            >= 85%
+      pipeline / raw, by CPU seconds per chunk    90.4%
+      embed texts matching chunk_hash             1095 / 1095                                      all
+      raw process peak RSS, loaded / encoded      638 MiB / 789 MiB
     UNCHANGED RECRAWL
-      wall / CPU                                6.6 s / 5.5 s
-      wall / cold wall                          5.5%                                               <= 10%
-      pages unchanged                           300                                                300
-      embeddings computed                       0                                                  0
-      Chroma writes (added + deleted)           0 (same ids: True)                                 0
-      model loaded                              False                                              False
-      304s / page requests                      300 / 300                                          all
-      bytes downloaded vs cold                  90,580 / 2,383,404 (3.8%)
-      peak RSS                                  183 MiB
+      wall / CPU                                  4.7 s / 3.5 s
+      wall / cold wall                            11.0%                                            <= 10%
+      pages unchanged                             300                                              300
+      embeddings computed                         0                                                0
+      Chroma writes (added + deleted)             0 (same ids: True)                               0
+      model loaded                                False                                            False
+      304s / page requests                        300 / 300                                        all
+      bytes downloaded vs cold                    90,279 / 2,383,103 (3.8%)
+      peak RSS                                    180 MiB
     10% EDIT RECRAWL
-      wall / CPU                                21.3 s / 22.6 s
-      pages edited / reported changed           30 / 30                                            equal
-      embeddings computed / changed chunks      43 / 43                                            equal
-      embeddings reused                         94 (of 137 chunks on changed pages)
-      chunks added / deleted                    137 / 135
-      chunks in Chroma                          1426
-      peak RSS                                  868 MiB
+      wall / CPU                                  14.1 s / 14.6 s
+      pages edited / reported changed             30 / 30                                          equal
+      embeddings computed / changed chunks        36 / 36                                          equal
+      embeddings reused                           71 (of 107 chunks on changed pages)
+      chunks added / deleted                      107 / 105
+      chunks in Chroma                            1097
+      peak RSS                                    761 MiB
 
-Reading it. On a shared machine the wall-clock ratio ``pipeline / raw`` is noisy: the crawl and the raw
-encode run minutes apart and get different shares of the CPUs (1.31 and 1.09 cores above); earlier runs
-on this machine gave 98% and 46% with load averages of 4 to 6. ``by CPU seconds per chunk`` does not
-depend on that share: the crawl spent 92 ms of CPU per chunk once the model was ready, the raw encode 70.
-In the cold crawl's log every page was fetched and extracted (at 16.8 s) before the model was ready
-(17.5 s; importing torch and sentence-transformers on the model thread takes about 14 s there, against
-about 6.5 s in a bare interpreter, as it competes with the reactor thread's extraction), so the model
-never waits for pages. Items then finish in bursts, one per 256-text batch, every 18 to 20 s, against
-16.4 s for 256 texts in the raw encode: while the model encodes one batch, the pages of the previous
-batch are written to Chroma and the state database on the other threads (about 30 ms of CPU per page
-for Chroma's ``get`` + ``upsert`` alone, measured apart), and on 2 CPUs that work is taken from the
-encoder. The edit recrawl's 21 s are mostly the model's import and load (ready 11.8 s after the spider
-opened); its 43 embeddings take about 3 s. The chunk count moves by a few between runs (1418 to 1424):
-link URLs carry the server's port, which tokenizes differently.
+Reading it. The raw encode is the ceiling: the same texts, the bundled model, the pass size the crawl uses
+(16 on a CPU), one call, after a warm-up; the line below it is the pass size crawls used before (64), to
+show what choosing it per device bought. The pipeline window starts when the model is ready (9.8 s: its
+import and load overlap discovery, fetching and extraction, all done at 8.4 s) and ends when the spider
+closes; in it the model's two threads get 1.92 of the 2 cores. What is left beside the model (the
+reactor, Chroma and the state database writing the pages of the previous call, in one call and one
+transaction per model call) is in ``benchmarks/PROFILE.md``. The cold crawl's wall time also holds the
+ONNX export for questions after the spider closed (2.3 s, once per model and data directory). The
+unchanged recrawl is start-up (imports, about 1.3 s before Scrapy logs its first line; opening the state
+and Chroma, 0.6 s), discovery (robots.txt, llms.txt and sitemap probes, one after another) and 300
+conditional requests, CPU-bound in the reactor (3.5 s of CPU for 4.7 s of wall time). The ratio
+``pipeline / raw`` moves by a few points between runs (83.7% to 89.6% in three runs that evening): the
+raw encode alone varies that much from one process to the next.
 
 What it does
 ------------
@@ -120,11 +120,14 @@ Times "at N s" count from spawning the crawl process.
 * ``raw encode``: in this process, the texts the crawl embedded (read back from Chroma as
   ``f"{title}\\n{heading}\\n\\n{document}"``, or without the heading line when there is none; ``embed
   texts matching chunk_hash`` checks each against the chunk's stored SHA-256) are encoded by
-  ``SentenceTransformer(bundled model).encode(texts, batch_size=64, normalize_embeddings=True)`` in one
+  ``SentenceTransformer(bundled model).encode(texts, batch_size=B, normalize_embeddings=True)`` in one
   call, on the device the crawl uses, after the model is loaded and warmed up on 16 texts (neither is
-  timed). That is the ceiling for the pipeline. ``--raw-calls`` also encodes them in calls of 256 texts in
-  index order, as the embedding pipeline hands them to the model (``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` x 4;
-  sentence-transformers sorts by length within a call only, so small calls pad more). ``raw process peak
+  timed), with B the crawl's pass size (``default_batch_size`` of the device, or
+  ``DOCSCRAPER_EMBEDDING_BATCH_SIZE``). That is the ceiling for the pipeline. When B is not 64, the same
+  call with B = 64 (the pass size before it was chosen per device) follows, for comparison.
+  ``--raw-calls`` also encodes them in calls of the size the embedding pipeline makes
+  (``pipelines.embedding.CALL_MAX``, or four passes), in index order (sentence-transformers sorts by length
+  within a call only, so small calls pad more). ``raw process peak
   RSS`` is this process's maximum RSS once the model is loaded and after the encode.
 * ``pipeline / raw``: pipeline chunks/s over raw encode chunks/s (target >= 85%). ``by CPU seconds per
   chunk`` is raw CPU seconds per chunk over the pipeline's: the crawl's CPU time is sampled from
