@@ -151,6 +151,22 @@ def test_a_page_moves_to_its_canonical_url_and_a_second_copy_is_a_duplicate(run:
     assert kept.metadata.page_id == page_id(SEED + "x.html")
 
 
+def test_a_link_to_a_claimed_page_is_quiet_only_when_the_scope_middleware_would_record_nothing(run: Run) -> None:
+    outcomes = run.resources.outcomes
+    assert not outcomes.is_quiet_link(SEED + "a.html")  # not claimed: the middleware judges it
+    (admitted,) = run.scope.judge_all([link(SEED + "a.html")])
+    assert admitted.url == SEED + "a.html"
+    # claimed by that URL: a link to it, with or without a fragment, would be dropped with nothing recorded
+    assert outcomes.is_quiet_link(SEED + "a.html") and outcomes.is_quiet_link(SEED + "a.html#usage")
+    assert run.scope.judge_all([link(SEED + "a.html#usage")]) == [] and run.ledger.count("skipped") == 0
+    # another spelling of the same page is recorded as a duplicate: not quiet
+    variant = SEED + "a.html?utm_source=x"  # (tracking parameters are not part of a page's identity)
+    assert page_id(variant) == page_id(SEED + "a.html") and not outcomes.is_quiet_link(variant)
+    assert run.scope.judge_all([link(variant)]) == []
+    assert run.outcome("a.html?utm_source=x") == ("skipped", "duplicate")
+    assert not outcomes.is_quiet_link("not a url")
+
+
 def test_an_llms_full_section_claims_its_page_and_discovery_listings_of_it_record_nothing(run: Run) -> None:
     run.ledger.discovery["llms-full"] = {"mapped": 0}
     section = item(SEED + "cli.html")

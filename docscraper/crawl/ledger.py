@@ -146,6 +146,11 @@ class RunLedger:
         """The URL that claimed page *pid*, or None."""
         return self._claims.get(pid)
 
+    def known_claimant(self, pid: str) -> str | None:
+        """The URL that claimed page *pid* as far as this process knows, without asking anyone else (a
+        shared ledger's claims read or made here; None may mean "claimed elsewhere")."""
+        return self._claims.get(pid)
+
     def emit(self, pid: str) -> None:
         """Page *pid* goes down the pipelines this run."""
         self._emitted.add(pid)

@@ -59,6 +59,21 @@ class RunOutcomes:
         self.stat(f"pages_refused/{refusal.reason}")
         self.ledger.record(self.key(url), "skipped", refusal.reason, url=url, detail=refusal.detail, **details)
 
+    def is_quiet_link(self, url: str) -> bool:
+        """Whether a link to *url* would be refused as a duplicate with nothing to record: its page was claimed
+        this run (as far as this process knows) by the same URL as written, give or take a fragment. A page's
+        links mostly lead to pages claimed already (navigation), so the spider makes no request of them."""
+        assert self.target is not None
+        try:
+            pid = page_id(url)
+        except ValueError:
+            return False
+        first = self.ledger.known_claimant(pid)
+        if first is None:
+            return False
+        scope = self.target.scope
+        return url == first or scope.raw_key(url) == scope.raw_key(first)
+
     def duplicate(self, url: str, *, redirect: bool = False, of: str | None = None) -> None:
         """Record a URL that stands for a page already claimed (*of*, when known), under the key of the URL
         as written. Variants that differ only by a fragment are the same request: not recorded."""

@@ -353,8 +353,11 @@ class DocsSpider(scrapy.Spider):
         )
 
     def _follow(self, urls: list[str], depth: int) -> list[Request]:
-        """Requests for the links of a page at *depth*, for the scope middleware to judge."""
-        return [request for url in urls if (request := self._request(url, "link", depth + 1)) is not None]
+        """Requests for the links of a page at *depth*, for the scope middleware to judge; none for a link to a
+        page claimed already under the same URL (it would be refused with nothing to record)."""
+        quiet = self.run_resources().outcomes.is_quiet_link
+        return [request for url in urls
+                if not quiet(url) and (request := self._request(url, "link", depth + 1)) is not None]
 
     async def parse_page(self, response: Response) -> AsyncIterator[Any]:
         target = self.run_target()
