@@ -73,8 +73,10 @@ ONNX export for questions after the spider closed (2.3 s, once per model and dat
 unchanged recrawl is start-up (imports, about 1.3 s before Scrapy logs its first line; opening the state
 and Chroma, 0.6 s), discovery (robots.txt, llms.txt and sitemap probes, one after another) and 300
 conditional requests, CPU-bound in the reactor (3.5 s of CPU for 4.7 s of wall time). The ratio
-``pipeline / raw`` moves by a few points between runs (83.7% to 89.6% in three runs that evening): the
-raw encode alone varies that much from one process to the next.
+``pipeline / raw`` is not steady: five runs that evening gave 89.6, 83.7, 87.7, 75.7 and 80.8% (by CPU
+seconds per chunk 78 to 92%). The raw encode varies little (24.6 to 26.2 s); the crawl's model threads
+spent 54.9 to 66.3 CPU seconds on the same texts, and the wall time follows. The unchanged recrawl gave
+4.7 to 5.0 s (9.5 to 11.0% of the cold crawl).
 
 What it does
 ------------
