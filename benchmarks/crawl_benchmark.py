@@ -124,8 +124,8 @@ Times "at N s" count from spawning the crawl process.
   texts matching chunk_hash`` checks each against the chunk's stored SHA-256) are encoded by
   ``SentenceTransformer(bundled model).encode(texts, batch_size=B, normalize_embeddings=True)`` in one
   call, on the device the crawl uses, after the model is loaded and warmed up on 16 texts (neither is
-  timed), with B the crawl's pass size (``default_batch_size`` of the device, or
-  ``DOCSCRAPER_EMBEDDING_BATCH_SIZE``). That is the ceiling for the pipeline. When B is not 64, the same
+  timed), with B the crawl's pass size (``default_batch_size`` of the device: the crawls run with the
+  default settings). That is the ceiling for the pipeline. When B is not 64, the same
   call with B = 64 (the pass size before it was chosen per device) follows, for comparison.
   ``--raw-calls`` also encodes them in calls of the size the embedding pipeline makes
   (``pipelines.embedding.CALL_MAX``, or four passes), in index order (sentence-transformers sorts by length
@@ -738,8 +738,7 @@ def raw_encode(texts: list[str], *, in_calls: bool) -> dict[str, Any]:
 
     hf_logging.disable_progress_bar()
     device = resolve_device(None)
-    passes = default_batch_size(device)  # what the crawl uses, unless DOCSCRAPER_EMBEDDING_BATCH_SIZE says
-    passes = int(os.environ.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE") or passes)
+    passes = default_batch_size(device)  # what the crawls here use: they run with the default settings
     model = SentenceTransformer(default_model_path(), device=device, local_files_only=True)
     model.encode(texts[:16], batch_size=passes, normalize_embeddings=True, show_progress_bar=False)  # warm-up
     rss_loaded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

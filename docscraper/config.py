@@ -438,8 +438,8 @@ class DocscraperConfig:
             embedding_model=str(settings.get("DOCSCRAPER_EMBEDDING_MODEL") or "bundled:all-MiniLM-L6-v2"),
             embedding_device=settings.get("DOCSCRAPER_EMBEDDING_DEVICE") or None,
             embedding_batch_size=(
-                _positive_int("DOCSCRAPER_EMBEDDING_BATCH_SIZE", settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE"))
-                if settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE") not in (None, "") else None
+                None if (batch := settings.get("DOCSCRAPER_EMBEDDING_BATCH_SIZE")) in (None, "")
+                else _positive_int("DOCSCRAPER_EMBEDDING_BATCH_SIZE", batch)
             ),
             embedding_flush_seconds=_seconds(
                 "DOCSCRAPER_EMBEDDING_FLUSH_SECONDS", settings.get("DOCSCRAPER_EMBEDDING_FLUSH_SECONDS", 0.2)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from docscraper.crawl.batching import CallGroup
+from docscraper.crawl.batching import CallGroup, grouped_writes
 from docscraper.items import PageItem
 from docscraper.storage.vectors import ChunkRecord, chunk_id
 from pipelines._base import RunPipeline
@@ -38,26 +38,23 @@ class IndexPipeline(RunPipeline):
 
     def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
         super().__init__(crawler, resources)
-        self._begin: CallGroup[str, None] = CallGroup(self._begin_writes, name="index write-ahead records")
-        self._upsert: CallGroup[list[ChunkRecord], None] = CallGroup(self._upsert_chunks, name="chunk upserts")
-        self._delete: CallGroup[list[str], None] = CallGroup(self._delete_chunks, name="chunk deletes")
+        self._begin: CallGroup[str, None] = grouped_writes(self._begin_writes, name="index write-ahead records")
+        self._upsert: CallGroup[list[ChunkRecord], None] = grouped_writes(self._upsert_chunks, name="chunk upserts")
+        self._delete: CallGroup[list[str], None] = grouped_writes(self._delete_chunks, name="chunk deletes")
 
-    async def _begin_writes(self, page_ids: list[str]) -> list[None]:
+    async def _begin_writes(self, page_ids: list[str]) -> None:
         resources = self.resources
         assert resources.store is not None and resources.target is not None
         await resources.db(resources.store.begin_index_writes, resources.target.source.id, page_ids,
                            resources.run_id)
-        return [None] * len(page_ids)
 
-    async def _upsert_chunks(self, pages: list[list[ChunkRecord]]) -> list[None]:
+    async def _upsert_chunks(self, pages: list[list[ChunkRecord]]) -> None:
         assert self.resources.index is not None
         await self.resources.call("index", self.resources.index.upsert, [r for records in pages for r in records])
-        return [None] * len(pages)
 
-    async def _delete_chunks(self, pages: list[list[str]]) -> list[None]:
+    async def _delete_chunks(self, pages: list[list[str]]) -> None:
         assert self.resources.index is not None
         await self.resources.call("index", self.resources.index.delete, [cid for ids in pages for cid in ids])
-        return [None] * len(pages)
 
     async def process_item(self, item: object) -> object:
         resources = self.resources

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 
-from docscraper.crawl.batching import CallGroup
+from docscraper.crawl.batching import CallGroup, grouped_writes
 from docscraper.items import PageItem
 from docscraper.storage.state import ImageRecord, PageWrite
 from pipelines._base import RunPipeline
@@ -40,13 +40,12 @@ class StateCommitPipeline(RunPipeline):
     def __init__(self, crawler: Crawler, resources: CrawlResources) -> None:
         super().__init__(crawler, resources)
         crawler.signals.connect(self.item_error, signal=signals.item_error)
-        self._commits: CallGroup[PageWrite, None] = CallGroup(self._commit, name="state commits")
+        self._commits: CallGroup[PageWrite, None] = grouped_writes(self._commit, name="state commits")
 
-    async def _commit(self, pages: list[PageWrite]) -> list[None]:
+    async def _commit(self, pages: list[PageWrite]) -> None:
         resources = self.resources
         assert resources.store is not None and resources.target is not None
         await resources.db(resources.store.commit_pages, resources.target.source.id, pages)
-        return [None] * len(pages)
 
     async def process_item(self, item: object) -> object:
         if not isinstance(item, PageItem) or item.not_modified:

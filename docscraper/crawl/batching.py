@@ -23,7 +23,7 @@ from twisted.internet.defer import Deferred
 if TYPE_CHECKING:
     from twisted.internet.base import DelayedCall
 
-__all__ = ["CallGroup"]
+__all__ = ["CallGroup", "grouped_writes"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,3 +100,14 @@ class CallGroup(Generic[V, R]):
                 waiter.errback(exc)
             else:
                 waiter.callback(result)
+
+
+def grouped_writes(write: Callable[[list[V]], Awaitable[object]], *, name: str) -> CallGroup[V, None]:
+    """A :class:`CallGroup` over a write that returns nothing: ``await group.submit(value)`` returns once
+    *write* took *value* with the others submitted meanwhile."""
+
+    async def call(values: list[V]) -> list[None]:
+        await write(values)
+        return [None] * len(values)
+
+    return CallGroup(call, name=name)

@@ -69,10 +69,13 @@ class RunOutcomes:
         except ValueError:
             return False
         first = self.ledger.known_claimant(pid)
-        if first is None:
-            return False
-        scope = self.target.scope
-        return url == first or scope.raw_key(url) == scope.raw_key(first)
+        return first is not None and self._same_request(url, first)
+
+    def _same_request(self, url: str, first: str) -> bool:
+        """Whether *url* is the URL that claimed its page (*first*) as written, give or take a fragment: a
+        duplicate of that kind is not recorded."""
+        assert self.target is not None
+        return url == first or self.target.scope.raw_key(url) == self.target.scope.raw_key(first)
 
     def duplicate(self, url: str, *, redirect: bool = False, of: str | None = None) -> None:
         """Record a URL that stands for a page already claimed (*of*, when known), under the key of the URL
@@ -83,9 +86,9 @@ class RunOutcomes:
         except ValueError:
             return
         first = of or self.ledger.claimant(pid)
-        key = self.target.scope.raw_key(url)
-        if first is not None and not redirect and key == self.target.scope.raw_key(first):
+        if first is not None and not redirect and self._same_request(url, first):
             return
+        key = self.target.scope.raw_key(url)
         reason = "redirectDuplicate" if redirect else "duplicate"
         if redirect and first is not None:
             with contextlib.suppress(ValueError):

@@ -137,7 +137,9 @@ class OnnxQueryEmbedder:
 
     @property
     def batch_size(self) -> int:
-        return 16  # as the torch model's on a CPU (embedding.default_batch_size): passes of similar lengths
+        from docscraper.storage.embedding import default_batch_size
+
+        return default_batch_size("cpu")  # onnxruntime runs on the CPU here: passes of similar lengths
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
