@@ -108,9 +108,10 @@ Times "at N s" count from spawning the crawl process.
 * ``peak RSS``: the crawl process's maximum resident set size, from ``/usr/bin/time -v`` when it exists,
   else from ``os.wait4``'s rusage.
 * ``spider opened / model ready``: the log lines ``Spider opened`` and ``Loaded embedding model`` (logger
-  ``docscraper.storage.embedding``). The model is loaded when the first new page reaches the chunking pipeline;
-  importing torch and sentence-transformers runs on the model thread while the reactor thread fetches
-  and extracts pages.
+  ``docscraper.storage.embedding``: the model, ``torch``; or ``docscraper.storage.backends``: its ONNX
+  export, ``onnx``). A cold crawl's data directory has no export yet, so it loads the model (importing torch
+  and sentence-transformers on the model thread while the reactor thread fetches and extracts pages) and
+  makes the export at its end; the recrawls embed with the export.
 * ``all fetched / closing spider``: the first ``LogStats`` line that counts every response of the crawl,
   and the ``Closing spider`` line. All pages fetched long before the spider closes means the crawl is
   bound by the model, as it should be, not by fetching.
@@ -146,7 +147,8 @@ Times "at N s" count from spawning the crawl process.
   computed from Chroma before and after: for each page, the chunks whose ``chunk_hash`` the page did not
   have before. ``embeddings computed`` should equal it (the other chunks of a changed page reuse their
   stored vectors: ``embeddings reused``). ``chunks added / deleted`` are the report's counters; chunk ids
-  carry the page's content hash, so every chunk of a changed page is written under a new id.
+  carry the page's content hash, so every chunk of a changed page is written under a new id. ``model
+  ready``: when the embedder was loaded, and which (``onnx`` here: the cold crawl made the export).
 """
 
 from __future__ import annotations
@@ -583,7 +585,16 @@ class Crawl:
 
     @property
     def model_ready(self) -> float | None:
-        return self.first("docscraper.storage.embedding", "Loaded embedding model")
+        times = [self.first(name, "Loaded embedding model") for name in MODEL_LOGGERS]
+        return min((t for t in times if t is not None), default=None)
+
+    @property
+    def model_runtime(self) -> str | None:
+        """How the crawl embedded: ``torch`` (the model), ``onnx`` (its export), None (no model loaded)."""
+        for name, runtime in MODEL_LOGGERS.items():
+            if self.first(name, "Loaded embedding model") is not None:
+                return runtime
+        return None
 
     @property
     def model_load_start(self) -> float | None:
@@ -644,6 +655,11 @@ class CpuSampler(threading.Thread):
                 cpu = (int(fields[11]) + int(fields[12])) / self.ticks
                 self.samples.append((time.time() - self.start_time, cpu))
             self.done.wait(0.2)
+
+
+#: The loggers that say "Loaded embedding model": the model itself, or its ONNX export (a crawl on the CPU
+#: uses the export when an earlier crawl in the same data directory made it).
+MODEL_LOGGERS = {"docscraper.storage.embedding": "torch", "docscraper.storage.backends": "onnx"}
 
 
 def run_crawl(label: str, source: str, data_dir: Path, logs: Path, server: DocsServer) -> Crawl:
@@ -819,6 +835,7 @@ def main() -> int:
                 "page_requests": cold.page_requests, "response_bytes": cold.scrapy_stat("downloader/response_bytes"),
                 "spider_opened_s": cold.opened, "model_load_start_s": cold.model_load_start,
                 "model_ready_s": cold.model_ready, "fetch_done_s": cold.fetch_done(), "closing_s": cold.closing,
+                "model_runtime": cold.model_runtime,
                 "embedding_batches": cold.scrapy_stat("docscraper/embedding_batches"),
                 "pipeline_window_s": window, "pipeline_chunks_per_s": pipeline,
                 "end_to_end_chunks_per_s": computed / cold.wall,
@@ -872,6 +889,7 @@ def main() -> int:
                 "embeddings_reused": edit.counter("embeddings_reused"),
                 "chunks_added": edit.counter("chunks_added"), "chunks_deleted": edit.counter("chunks_deleted"),
                 "chroma_count": edit_dump["count"], "model_ready_s": edit.model_ready,
+                "model_runtime": edit.model_runtime,
             }
         figures["loadavg_end"] = os.getloadavg()[0]
         print_table(figures, len(texts))
@@ -904,7 +922,8 @@ def print_table(f: dict[str, Any], texts: int) -> None:
     row("  pages new / failed", f"{cold['stats'].get('success.new', 0)} / {cold['stats'].get('failed', 0)}")
     row("  chunks in Chroma", f"{cold['chroma_count']} (added {cold['counters'].get('chunks_added', 0)})")
     row("  embeddings computed", f"{cold['counters'].get('embeddings_computed', 0)} in {cold['embedding_batches']} batches")
-    row("  spider opened / model ready", f"{_fmt(cold['spider_opened_s'])} s / {_fmt(cold['model_ready_s'])} s")
+    row("  spider opened / model ready", f"{_fmt(cold['spider_opened_s'])} s / {_fmt(cold['model_ready_s'])} s "
+        f"({cold['model_runtime']})")
     row("  all fetched / closing spider", f"{_fmt(cold['fetch_done_s'])} s / {_fmt(cold['closing_s'])} s")
     row("  peak RSS", _fmt(cold["peak_rss_mib"], ".0f", " MiB"))
     row("THROUGHPUT")
@@ -948,6 +967,7 @@ def print_table(f: dict[str, Any], texts: int) -> None:
     row("  embeddings reused", f"{edit['embeddings_reused']} (of {edit['chunks_of_changed_pages']} chunks on changed pages)")
     row("  chunks added / deleted", f"{edit['chunks_added']} / {edit['chunks_deleted']}")
     row("  chunks in Chroma", str(edit["chroma_count"]))
+    row("  model ready", f"{_fmt(edit['model_ready_s'])} s ({edit['model_runtime']})")
     row("  peak RSS", _fmt(edit["peak_rss_mib"], ".0f", " MiB"))
     width = max(len(r[0]) for r in rows) + 2
     vwidth = max(len(r[1]) for r in rows) + 2

@@ -290,7 +290,8 @@ class DocscraperConfig:
 
     Questions (:mod:`docscraper.storage.onnx_embedding`): ``DOCSCRAPER_QUERY_ONNX`` (on: searches embed the
     question with the ONNX export of the model, made once under the data directory, without importing torch;
-    off: with the model itself, and no export is made).
+    off: with the model itself, and no export is made), ``DOCSCRAPER_CRAWL_ONNX`` (on: a crawl whose model
+    runs on the CPU embeds its chunks with that export too, once it exists; off: always with the model).
 
     The Markdown mirror (:mod:`docscraper.storage.mirror`): ``DOCSCRAPER_SAVE_DIR`` (unset: no mirror; the
     spider argument ``-a save_dir=DIR`` wins over it).
@@ -381,6 +382,7 @@ class DocscraperConfig:
     change_detection_enabled: bool = True
     parse_workers: int = 1
     query_onnx: bool = True
+    crawl_onnx: bool = True
     contact: str | None = None
     changes_enabled: bool = True
     # a loader's crawl: the file descriptor its documents are streamed to (docscraper.crawl.stream); None: none
@@ -472,6 +474,7 @@ class DocscraperConfig:
             progress_line=_progress_line(settings.get("DOCSCRAPER_PROGRESS_LINE", "auto")),
             parse_workers=_parse_workers(settings.get("DOCSCRAPER_PARSE_WORKERS", "auto")),
             query_onnx=flag("DOCSCRAPER_QUERY_ONNX", settings.get("DOCSCRAPER_QUERY_ONNX", True)),
+            crawl_onnx=flag("DOCSCRAPER_CRAWL_ONNX", settings.get("DOCSCRAPER_CRAWL_ONNX", True)),
             watchdog_seconds=_seconds(
                 "DOCSCRAPER_WATCHDOG_SECONDS", settings.get("DOCSCRAPER_WATCHDOG_SECONDS", 900.0)
             ),

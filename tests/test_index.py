@@ -93,6 +93,8 @@ def test_unchanged_recrawl_writes_nothing_and_edits_replace_only_their_chunks(
                                              "<h2>Batching</h2><p>Deliveries are batched per sink.</p></article>"))
     third = crawl(f"{site.base_url}/docs/", index=True)
     assert third.keys("success", "changed") == {"guide/delivery.html"}
+    # the first crawl made the model's ONNX export at its end: this one embeds with it, without torch
+    assert "from its ONNX export" in third.stderr and "Loaded embedding model" in first.stderr
     after = chunk_rows(third)
     delivery = {cid for cid, meta in after.items() if meta["path"] == "guide/delivery.html"}
     old_delivery = {cid for cid, meta in before.items() if meta["path"] == "guide/delivery.html"}

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from docscraper.config import DocscraperConfig
-from docscraper.storage.backends import load_query_embedder
+from docscraper.storage.backends import load_crawl_embedder, load_query_embedder
 from docscraper.storage.embedding import SentenceTransformerEmbedder, default_model_path
 from docscraper.storage.onnx_embedding import (
     MIN_COSINE,
@@ -104,6 +104,33 @@ def test_a_search_process_with_the_export_never_imports_torch(exported: Path) ->
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["OnnxQueryEmbedder", "(1,", "384)", "False", "False"]
+
+
+def test_a_crawl_on_the_cpu_embeds_with_the_export_without_torch(exported: Path) -> None:
+    """A recrawl's chunks are embedded by the export when it exists: no torch import, the configured pass
+    size, the model's vectors; DOCSCRAPER_CRAWL_ONNX=0 keeps the model."""
+    code = (
+        "import logging, sys; from pathlib import Path; from docscraper.config import DocscraperConfig; "
+        "from docscraper.storage.backends import load_crawl_embedder; logging.basicConfig(level=logging.INFO); "
+        f"e = load_crawl_embedder(DocscraperConfig(data_dir=Path({str(exported)!r}), state_url='sqlite://', "
+        "embedding_device='cpu', embedding_batch_size=8)); "
+        f"v = e.embed({QUESTIONS!r}); "
+        "import numpy; numpy.save(sys.argv[1], v); "
+        "print(type(e).__name__, e.batch_size, 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    saved = exported / "crawl-vectors.npy"
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    out = subprocess.run([sys.executable, "-c", code, str(saved)], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["OnnxQueryEmbedder", "8", "False", "False"]
+    assert "from its ONNX export" in out.stderr  # the crawl's log says which embedder it loaded
+    model = load_crawl_embedder(DocscraperConfig(data_dir=exported, state_url="sqlite://", crawl_onnx=False))
+    try:
+        assert isinstance(model, SentenceTransformerEmbedder)
+        assert np.min(np.sum(model.embed(QUESTIONS) * np.load(saved), axis=1)) >= MIN_COSINE
+    finally:
+        model.close()
 
 
 def test_without_an_export_questions_use_the_model_and_export_it(tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
 from docscraper.crawl.workers import WorkerProcesses
-from docscraper.storage.backends import export_for_questions, load_embedder, open_state_store, open_vector_index
+from docscraper.storage.backends import export_for_questions, load_crawl_embedder, open_state_store, open_vector_index
 from docscraper.storage.consistency import Verification, reconcile
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
@@ -202,7 +202,8 @@ class CrawlResources:
         return await self.call("state", func, *args, **kwargs)
 
     async def embedder(self) -> Embedder:
-        """The embedding model, loaded once on first use (an unchanged recrawl never loads it).
+        """The embedding model, loaded once on first use (an unchanged recrawl never loads it): its ONNX export
+        when there is one and the model runs on the CPU (:func:`~docscraper.storage.backends.load_crawl_embedder`).
 
         A model that cannot load closes the crawl (reason ``embedding_unavailable``): every page would fail
         the same way, and a crawl that did not finish removes nothing."""
@@ -223,7 +224,7 @@ class CrawlResources:
         if self._embedder is not None or self._embedder_error is not None or self._embedder_waiters is not None:
             return
         self._embedder_waiters = []
-        loading = self._defer("model", load_embedder, self.config)
+        loading = self._defer("model", load_crawl_embedder, self.config)
         loading.addCallbacks(self._embedder_loaded, self._embedder_failed)
 
     def _embedder_loaded(self, embedder: Embedder) -> None:

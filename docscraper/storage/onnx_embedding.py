@@ -1,4 +1,5 @@
-"""Questions embedded without torch: the indexing model's own computation, exported once to ONNX.
+"""Questions (and a recrawl's chunks) embedded without torch: the indexing model's own computation, exported
+once to ONNX.
 
 A one-shot ``scrapy search`` (and the MCP server's first answer) spent nearly all its time importing torch and
 loading the model. The vectors of the index come from a sentence-transformers model; this module runs *the
@@ -13,7 +14,9 @@ library), neither of which imports torch.
   a search that had to load torch makes it for the next one.
 * :func:`open_query_model` finds the export for the configured model, or None: it is keyed by a fingerprint
   of the model's files (names, sizes, modification times), so a changed model folder is never answered by the
-  export of another.
+  export of another. Searches embed questions with it, and so does a crawl on the CPU once it exists
+  (:func:`docscraper.storage.backends.load_crawl_embedder`): a recrawl with a few changed pages then starts
+  embedding in a fraction of a second instead of importing torch.
 
 Only models given as a folder (the bundled one included) are exported; a model named by a hub id, or one
 whose inputs the tokenizer file cannot produce, keeps the torch path.
@@ -77,9 +80,11 @@ def query_model_dir(data_dir: Path, model_name: str, folder: str | os.PathLike[s
     return data_dir / "models" / f"{slug}-{model_fingerprint(folder)}"
 
 
-def open_query_model(data_dir: Path, model_name: str, folder: str | os.PathLike[str] | None) -> OnnxQueryEmbedder | None:
-    """The ONNX export of the model in *folder*, ready to embed questions; None when there is none (or it
-    is incomplete, from another export version, or cannot load)."""
+def open_query_model(data_dir: Path, model_name: str, folder: str | os.PathLike[str] | None, *,
+                     batch_size: int | None = None) -> OnnxQueryEmbedder | None:
+    """The ONNX export of the model in *folder*, ready to embed questions (or a crawl's chunks, in passes of
+    *batch_size* texts); None when there is none (or it is incomplete, from another export version, or
+    cannot load)."""
     if folder is None or not Path(folder).is_dir():
         return None
     directory = query_model_dir(data_dir, model_name, folder)
@@ -90,7 +95,7 @@ def open_query_model(data_dir: Path, model_name: str, folder: str | os.PathLike[
     if meta.get("version") != EXPORT_VERSION:
         return None
     try:
-        return OnnxQueryEmbedder(directory, meta)
+        return OnnxQueryEmbedder(directory, meta, batch_size=batch_size)
     except Exception as exc:  # a damaged export: the torch path answers, and the next one re-exports
         logger.warning("Cannot load the query model in %s (%s: %s); using the full model", directory,
                        exc.__class__.__name__, exc)
@@ -100,11 +105,15 @@ def open_query_model(data_dir: Path, model_name: str, folder: str | os.PathLike[
 class OnnxQueryEmbedder:
     """:class:`~docscraper.storage.embedding.Embedder` on an export made by :func:`export_query_model`."""
 
-    def __init__(self, directory: Path, meta: dict[str, Any]) -> None:
+    def __init__(self, directory: Path, meta: dict[str, Any], *, batch_size: int | None = None) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
+        from docscraper.storage.embedding import default_batch_size
+
         self.directory = directory
+        # onnxruntime runs on the CPU here: passes of similar lengths, as the model itself takes on a CPU
+        self._batch_size = int(batch_size or default_batch_size("cpu"))
         self._name = str(meta["model"])
         self._dimension = int(meta["dimension"])
         self._max_tokens = int(meta["max_tokens"])
@@ -137,9 +146,7 @@ class OnnxQueryEmbedder:
 
     @property
     def batch_size(self) -> int:
-        from docscraper.storage.embedding import default_batch_size
-
-        return default_batch_size("cpu")  # onnxruntime runs on the CPU here: passes of similar lengths
+        return self._batch_size
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         return [len(encoding.ids) for encoding in self._counter.encode_batch(texts)]
