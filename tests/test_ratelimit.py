@@ -394,7 +394,8 @@ def test_a_304_and_a_discovery_probes_404_lower_the_delay_and_a_pages_404_does_n
     def delay_after(status: int, **meta: Any) -> float:
         slot = engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
         request = Request(f"https://{HOST}/x", meta={"download_slot": HOST, "download_latency": 0.001, **meta})
-        throttle._response_downloaded(Response(request.url, status=status, request=request), request, spider)
+        # as the downloader sends it: the response is bound to its request only after this signal
+        throttle._response_downloaded(Response(request.url, status=status), request, spider)
         return float(slot.delay)
 
     assert delay_after(200) < 0.25 and delay_after(304) < 0.25

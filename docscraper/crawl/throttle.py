@@ -38,11 +38,15 @@ _ABSENT = frozenset({404, 410})
 
 class ConditionalAutoThrottle(AutoThrottle):
     def _adjust_delay(self, slot: Slot, latency: float, response: Response) -> None:
-        if response.status == 304 or (response.status in _ABSENT and _is_probe(response)):
+        if response.status == 304:
             response = response.replace(status=200)
         super()._adjust_delay(slot, latency, response)
 
     def _response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
+        if response.status in _ABSENT and request.meta.get("docscraper_discovery"):
+            # Decided here, on the request: the downloader binds a response to its request after this
+            # signal, so _adjust_delay cannot read the response's meta.
+            response = response.replace(status=200)
         super()._response_downloaded(response, request, spider)
         key, slot = self._get_slot(request, spider)
         if request.url.startswith("file:"):
@@ -53,11 +57,3 @@ class ConditionalAutoThrottle(AutoThrottle):
             return
         if key is not None and slot is not None:
             enforce_delay_floor(self.crawler, key, slot)
-
-
-def _is_probe(response: Response) -> bool:
-    """Whether *response* answers one of the spider's discovery probes (``docscraper_discovery`` in its meta)."""
-    try:
-        return bool(response.meta.get("docscraper_discovery"))
-    except AttributeError:  # a response that no request is bound to
-        return False
