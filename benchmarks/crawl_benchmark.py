@@ -12,8 +12,7 @@ and ``logs/`` with each crawl's log, ``/usr/bin/time`` output and Chroma dumps).
 RESULTS
 -------
 
-2026-11-24, ``HF_HUB_OFFLINE=1 .venv/bin/python benchmarks/crawl_benchmark.py`` (2 min 7 s in all; nothing else
-ran on the machine)::
+2026-11-24, late, ``make bench`` (2 min 6 s in all; nothing else ran on the machine)::
 
     site: 300 pages (12 sections), 2.3 MB of HTML in /tmp/docscraper-bench-.../site
     cold crawl ...
@@ -23,60 +22,63 @@ ran on the machine)::
 
     figure                                        measured                                         target
     -------------------------------------------------------------------------------------------------------
-    machine                                       2 CPUs, load average 1.5 at start, 1.6 at end
+    machine                                       2 CPUs, load average 1.0 at start, 1.8 at end
     model                                         all-MiniLM-L6-v2 on cpu, 2 torch threads
     site                                          300 pages
     COLD CRAWL
-      wall / CPU                                  42.7 s / 71.5 s
+      wall / CPU                                  44.7 s / 75.8 s
       pages new / failed                          300 / 0
       chunks in Chroma                            1095 (added 1095)
       embeddings computed                         1095 in 6 batches
-      spider opened / model ready                 1.2 s / 9.8 s
-      all fetched / closing spider                8.4 s / 38.4 s
-      peak RSS                                    1198 MiB
+      spider opened / model ready                 1.0 s / 9.7 s (torch)
+      all fetched / closing spider                7.0 s / 40.4 s
+      peak RSS                                    1170 MiB
     THROUGHPUT
-      pipeline (model ready -> closing)           38.3 chunks/s (28.6 s, CPU 54.9 s = 1.92 cores)
-      raw encode, one call, 16 per pass           43.7 chunks/s (25.1 s, CPU 49.6 s = 1.98 cores)
-      raw encode, one call, 64 per pass (before)  38.9 chunks/s (28.2 s, CPU 55.7 s)
-      end to end (embeddings / wall)              25.6 chunks/s
-      pipeline / raw                              87.7%                                            >= 85%
-      pipeline / raw, by CPU seconds per chunk    90.4%
+      pipeline (model ready -> closing)           35.7 chunks/s (30.7 s, CPU 59.3 s = 1.93 cores)
+      raw encode, one call, 16 per pass           41.2 chunks/s (26.6 s, CPU 52.6 s = 1.98 cores)
+      raw encode, one call, 64 per pass (before)  37.6 chunks/s (29.1 s, CPU 57.0 s)
+      end to end (embeddings / wall)              24.5 chunks/s
+      pipeline / raw                              86.5%                                            >= 85%
+      pipeline / raw, by CPU seconds per chunk    88.8%
       embed texts matching chunk_hash             1095 / 1095                                      all
-      raw process peak RSS, loaded / encoded      638 MiB / 789 MiB
+      raw process peak RSS, loaded / encoded      640 MiB / 788 MiB
     UNCHANGED RECRAWL
-      wall / CPU                                  4.7 s / 3.5 s
-      wall / cold wall                            11.0%                                            <= 10%
+      wall / CPU                                  4.2 s / 3.9 s
+      wall / cold wall                            9.4%                                             <= 10%
       pages unchanged                             300                                              300
       embeddings computed                         0                                                0
       Chroma writes (added + deleted)             0 (same ids: True)                               0
       model loaded                                False                                            False
       304s / page requests                        300 / 300                                        all
       bytes downloaded vs cold                    90,279 / 2,383,103 (3.8%)
-      peak RSS                                    180 MiB
+      peak RSS                                    178 MiB
     10% EDIT RECRAWL
-      wall / CPU                                  14.1 s / 14.6 s
+      wall / CPU                                  6.9 s / 9.1 s
       pages edited / reported changed             30 / 30                                          equal
       embeddings computed / changed chunks        36 / 36                                          equal
       embeddings reused                           71 (of 107 chunks on changed pages)
       chunks added / deleted                      107 / 105
       chunks in Chroma                            1097
-      peak RSS                                    761 MiB
+      model ready                                 2.9 s (onnx)
+      peak RSS                                    477 MiB
 
 Reading it. The raw encode is the ceiling: the same texts, the bundled model, the pass size the crawl uses
 (16 on a CPU), one call, after a warm-up; the line below it is the pass size crawls used before (64), to
-show what choosing it per device bought. The pipeline window starts when the model is ready (9.8 s: its
-import and load overlap discovery, fetching and extraction, all done at 8.4 s) and ends when the spider
-closes; in it the model's two threads get 1.92 of the 2 cores. What is left beside the model (the
+show what choosing it per device bought. The pipeline window starts when the model is ready (9.7 s: its
+import and load overlap discovery, fetching and extraction, all done before) and ends when the spider
+closes; in it the model's two threads get 1.93 of the 2 cores. What is left beside the model (the
 reactor, Chroma and the state database writing the pages of the previous call, in one call and one
 transaction per model call) is in ``benchmarks/PROFILE.md``. The cold crawl's wall time also holds the
-ONNX export for questions after the spider closed (2.3 s, once per model and data directory). The
-unchanged recrawl is start-up (imports, about 1.3 s before Scrapy logs its first line; opening the state
-and Chroma, 0.6 s), discovery (robots.txt, llms.txt and sitemap probes, one after another) and 300
-conditional requests, CPU-bound in the reactor (3.5 s of CPU for 4.7 s of wall time). The ratio
-``pipeline / raw`` is not steady: five runs that evening gave 89.6, 83.7, 87.7, 75.7 and 80.8% (by CPU
-seconds per chunk 78 to 92%). The raw encode varies little (24.6 to 26.2 s); the crawl's model threads
-spent 54.9 to 66.3 CPU seconds on the same texts, and the wall time follows. The unchanged recrawl gave
-4.7 to 5.0 s (9.5 to 11.0% of the cold crawl).
+ONNX export of the model after the spider closed (2.5 s, once per model and data directory); the edit
+recrawl embeds with that export (``model ready ... (onnx)``) and never imports torch: 6.5 to 7.1 s and
+480 MiB, against 14.1 to 14.7 s and 760 to 780 MiB when it loaded the model. The unchanged recrawl is
+start-up (imports, about 1 s before Scrapy logs its first line; opening the state and Chroma, 0.6 s),
+discovery (robots.txt, then llms.txt and sitemap probes one after another, 0.5 s now that a probe's 404
+lowers the delay) and 300 conditional requests, CPU-bound in the reactor. The ratio ``pipeline / raw`` is
+not steady: eight runs that evening gave 75.6 to 110.9% (median 85%; by CPU seconds per chunk 78 to
+114%); the raw encode itself took 24.2 to 30.3 s, and the crawl's model threads spend more CPU on the same
+texts in some runs than in others. The unchanged recrawl gave 4.2 to 4.9 s (9.4 to 11.9% of the cold
+crawl).
 
 What it does
 ------------
