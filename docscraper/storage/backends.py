@@ -14,6 +14,7 @@ from scrapy.utils.misc import load_object
 if TYPE_CHECKING:
     from docscraper.config import DocscraperConfig
     from docscraper.storage.embedding import Embedder
+    from docscraper.storage.onnx_embedding import OnnxQueryEmbedder
     from docscraper.storage.state import StateStore
     from docscraper.storage.vectors import VectorIndex
 
@@ -56,12 +57,8 @@ def load_crawl_embedder(config: DocscraperConfig) -> Embedder:
     recrawl with a few changed pages, or a new source in the same data directory, starts embedding in a
     fraction of a second instead of ten. ``DOCSCRAPER_CRAWL_ONNX=0`` (or ``DOCSCRAPER_QUERY_ONNX=0``, which
     makes no export): always the configured embedder."""
-    if config.crawl_onnx and config.query_onnx and _runs_on_cpu(config):
-        from docscraper.storage.embedding import model_name
-        from docscraper.storage.onnx_embedding import open_query_model
-
-        fast = open_query_model(config.data_dir, model_name(config.embedding_model), _model_folder(config),
-                                batch_size=config.embedding_batch_size)
+    if config.crawl_onnx and _runs_on_cpu(config):
+        fast = _open_export(config, batch_size=config.embedding_batch_size)
         if fast is not None:
             logger.info("Loaded embedding model %s from its ONNX export in %s (cpu, dim %d, max %d tokens, %d "
                         "texts per pass; torch not imported)", fast.name, fast.directory, fast.dimension,
@@ -76,6 +73,18 @@ def _runs_on_cpu(config: DocscraperConfig) -> bool:
     if config.embedding_device:
         return config.embedding_device == "cpu"
     return not any(os.path.exists(mark) for mark in _ACCELERATOR_MARKS)
+
+
+def _open_export(config: DocscraperConfig, *, batch_size: int | None = None) -> OnnxQueryEmbedder | None:
+    """The configured model's ONNX export, or None (none made, or ``DOCSCRAPER_QUERY_ONNX=0``, which turns
+    the export off)."""
+    if not config.query_onnx:
+        return None
+    from docscraper.storage.embedding import model_name
+    from docscraper.storage.onnx_embedding import open_query_model
+
+    return open_query_model(config.data_dir, model_name(config.embedding_model), _model_folder(config),
+                            batch_size=batch_size)
 
 
 def _model_folder(config: DocscraperConfig) -> str | None:
@@ -106,13 +115,9 @@ def load_query_embedder(config: DocscraperConfig) -> Embedder:
     """The embedder for questions: the configured model's ONNX export when there is one (no torch import:
     :mod:`docscraper.storage.onnx_embedding`), else the configured embedder, which then makes the export for
     the next question asked in a new process. ``DOCSCRAPER_QUERY_ONNX=0``: always the configured embedder."""
-    from docscraper.storage.embedding import model_name
-    from docscraper.storage.onnx_embedding import open_query_model
-
-    if config.query_onnx:
-        fast = open_query_model(config.data_dir, model_name(config.embedding_model), _model_folder(config))
-        if fast is not None:
-            return fast
+    fast = _open_export(config)
+    if fast is not None:
+        return fast
     embedder = load_embedder(config)
     export_for_questions(config, embedder)
     return embedder
