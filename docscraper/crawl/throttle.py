@@ -27,7 +27,6 @@ from docscraper.crawl.ratelimit import enforce_delay_floor
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
-    from scrapy.core.downloader import Slot
     from scrapy.http import Response
 
 __all__ = ["ConditionalAutoThrottle"]
@@ -37,16 +36,10 @@ _ABSENT = frozenset({404, 410})
 
 
 class ConditionalAutoThrottle(AutoThrottle):
-    def _adjust_delay(self, slot: Slot, latency: float, response: Response) -> None:
-        if response.status == 304:
-            response = response.replace(status=200)
-        super()._adjust_delay(slot, latency, response)
-
     def _response_downloaded(self, response: Response, request: Request, spider: Spider) -> None:
-        if response.status in _ABSENT and request.meta.get("docscraper_discovery"):
-            # Decided here, on the request: the downloader binds a response to its request after this
-            # signal, so _adjust_delay cannot read the response's meta.
-            response = response.replace(status=200)
+        # decided on the request: the downloader binds a response to its request only after this signal
+        if response.status == 304 or (response.status in _ABSENT and request.meta.get("docscraper_discovery")):
+            response = response.replace(status=200)  # Scrapy's policy then lowers the delay as for a 200
         super()._response_downloaded(response, request, spider)
         key, slot = self._get_slot(request, spider)
         if request.url.startswith("file:"):
