@@ -131,7 +131,7 @@ Times "at N s" count from spawning the crawl process.
   default settings). That is the ceiling for the pipeline. When B is not 64, the same
   call with B = 64 (the pass size before it was chosen per device) follows, for comparison.
   ``--raw-calls`` also encodes them in calls of the size the embedding pipeline makes
-  (``pipelines.embedding.CALL_MAX``, or four passes), in index order (sentence-transformers sorts by length
+  (``pipelines.embedding.call_limit``: ``CALL_MAX``, or four passes), in index order (sentence-transformers sorts by length
   within a call only, so small calls pad more). ``raw process peak
   RSS`` is this process's maximum RSS once the model is loaded and after the encode.
 * ``pipeline / raw``: pipeline chunks/s over raw encode chunks/s (target >= 85%). ``by CPU seconds per
@@ -752,7 +752,7 @@ def raw_encode(texts: list[str], *, in_calls: bool) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
 
     from docscraper.storage.embedding import default_batch_size, default_model_path, resolve_device
-    from pipelines.embedding import CALL_MAX
+    from pipelines.embedding import call_limit
 
     hf_logging.disable_progress_bar()
     device = resolve_device(None)
@@ -777,7 +777,7 @@ def raw_encode(texts: list[str], *, in_calls: bool) -> dict[str, Any]:
         seconds, cpu = timed([texts], 64)
         result.update(seconds_64=seconds, cpu_s_64=cpu, chunks_per_s_64=len(texts) / seconds)
     if in_calls:
-        call = max(CALL_MAX, 4 * passes)
+        call = call_limit(passes)
         seconds, cpu = timed([texts[k : k + call] for k in range(0, len(texts), call)], passes)
         result.update(call=call, seconds_calls=seconds, cpu_s_calls=cpu, chunks_per_s_calls=len(texts) / seconds)
     return result
@@ -806,7 +806,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary site, data and logs")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON to this file")
     parser.add_argument("--raw-calls", action="store_true",
-                        help="also time the raw encode in calls of the size the embedding pipeline makes (pipelines.embedding.CALL_MAX)")
+                        help="also time the raw encode in calls of the size the embedding pipeline makes (pipelines.embedding.call_limit)")
     options = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from docscraper.crawl.resources import CrawlResources
 
-__all__ = ["CALL_MAX", "CALL_MIN", "EmbeddingPipeline"]
+__all__ = ["CALL_MAX", "CALL_MIN", "EmbeddingPipeline", "call_limit"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +40,11 @@ logger = logging.getLogger(__name__)
 CALL_MIN = 64
 #: The most texts in one call to the model (or four of its forward passes, when that is more).
 CALL_MAX = 256
+
+
+def call_limit(batch_size: int) -> int:
+    """The most texts in one call to a model that embeds *batch_size* texts per forward pass."""
+    return max(CALL_MAX, 4 * batch_size)
 
 
 class EmbeddingPipeline(RunPipeline):
@@ -123,7 +128,7 @@ class EmbeddingPipeline(RunPipeline):
         try:
             embedder = await self.resources.embedder()
             # the call is made of what is queued now that the model is ready
-            limit = max(CALL_MAX, 4 * embedder.batch_size)
+            limit = call_limit(embedder.batch_size)
             batch, self._pending = self._pending[:limit], self._pending[limit:]
             self.outcomes.stat("embedding_batches")
             vectors = await self.resources.call("model", embedder.embed, [text for text, _ in batch])
