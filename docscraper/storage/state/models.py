@@ -11,7 +11,7 @@ from datetime import datetime
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "CrawlRunRow", "ImageRow", "IndexWriteRow", "PageRow", "SourceRow"]
+__all__ = ["Base", "CrawlRunRow", "ImageRow", "IndexWriteRow", "PageRow", "RemovedSourceRow", "SourceRow", "StateInfoRow"]
 
 
 class Base(DeclarativeBase):
@@ -28,6 +28,28 @@ class SourceRow(Base):
     registered: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class StateInfoRow(Base):
+    """Facts about the database itself, by key: ``state_id``, the random id it was given when created (a
+    vector index records the id of the state it belongs to; DESIGN rule 10)."""
+
+    __tablename__ = "state_info"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+
+
+class RemovedSourceRow(Base):
+    """A source that was removed (written with its removal, in the same transaction): its chunks are still
+    this state's own, so a repair may delete what a half-finished removal left in the index. Its id is
+    never given to another source."""
+
+    __tablename__ = "removed_sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    name: Mapped[str] = mapped_column(String(64), nullable=False)
+    removed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 
 class PageRow(Base):
