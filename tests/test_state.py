@@ -155,3 +155,25 @@ def test_corrupt_database_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StateError, match="cannot open state database"):
         SqlStateStore(f"sqlite:///{path}")
+
+
+def test_a_removed_source_leaves_a_tombstone_and_its_id_is_never_given_again(tmp_path: Path) -> None:
+    """DESIGN rule 10: chunks a removal left in the index are known by their source id, so that id stays the
+    removed source's (SQLite would give the newest row's id again); the database keeps its own random id."""
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    store = SqlStateStore(url)
+    first = store.ensure_source("a", "https://a/", {})
+    newest = store.ensure_source("b", "https://b/", {})
+    state_id = store.state_id()
+    assert len(state_id) == 32 and store.state_id() == state_id and store.removed_sources() == {}
+    assert store.delete_source(newest.id)["pages"] == 0
+    assert store.removed_sources() == {newest.id: "b"}
+    again = store.ensure_source("b", "https://b/", {})
+    assert again.id not in (first.id, newest.id)
+    store.close()
+    reopened = SqlStateStore(url)
+    assert reopened.state_id() == state_id and reopened.removed_sources() == {newest.id: "b"}
+    reopened.close()
+    other = SqlStateStore(f"sqlite:///{tmp_path / 'other.db'}")
+    assert other.state_id() != state_id
+    other.close()

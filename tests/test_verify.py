@@ -49,6 +49,28 @@ def chunks_of(data_dir: Path, pid: str) -> list[str]:
         forget_persistent_clients()
 
 
+def stored(data_dir: Path, ids: list[str]) -> list[str]:
+    """Which of *ids* the index holds."""
+    index = ChromaIndex(path=data_dir / "chroma")
+    try:
+        return sorted(index.collection.get(ids=ids, include=[])["ids"])
+    finally:
+        index.close()
+        forget_persistent_clients()
+
+
+def audit_lines(data_dir: Path) -> list[dict[str, Any]]:
+    """The repairs' audit file, each line without its time, sourceId and url, sorted by kind and page."""
+    path = data_dir / "logs" / "repairs.jsonl"
+    if not path.exists():
+        return []
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert all(line.pop("time").endswith("Z") and line.pop("sourceId") and "url" in line for line in lines)
+    for line in lines:
+        line.pop("url")
+    return sorted(lines, key=lambda line: (line["kind"], line["pageId"] or ""))
+
+
 def edit(site: DocsServer, path: str, words: str) -> None:
     page = site.root / "docs" / path
     html = page.read_text(encoding="utf-8")
@@ -187,7 +209,7 @@ def test_verify_finds_every_planted_fault_and_repair_leaves_the_index_clean(
     kinds = {(d["kind"], d["pageId"]) for d in report["disagreements"]}
     assert ("missingChunks", missing) in kinds
     assert ("orphanChunk", "url_nosuchpage") in kinds
-    assert ("unknownSource", stale) in kinds
+    assert ("foreignSource", stale) in kinds  # a source id this state never had
     assert ("unparsableId", "url_nosuchpage") in kinds
     assert ("staleChunk", stale) in kinds
     assert ("metadataMismatch", relabelled) in kinds
@@ -197,13 +219,33 @@ def test_verify_finds_every_planted_fault_and_repair_leaves_the_index_clean(
     human = command("verify", check=False, settings=SMALL)
     assert human.returncode == 3 and "8 disagreement(s)" in human.stdout and "--repair" in human.stderr
 
-    repaired = command("verify", "--repair", "--json", settings=SMALL)
-    assert repaired.returncode == 0
-    fixed = json.loads(repaired.stdout)["repaired"]
+    repaired = command("verify", "--repair", "--json", check=False, settings=SMALL)
+    # what this state cannot prove is its own is left: exit 3
+    assert repaired.returncode == 3, repaired.stderr[-2000:]
+    repair_report = json.loads(repaired.stdout)
+    fixed = repair_report["repaired"]
     assert fixed["pagesMarked"] == 2 and fixed["keywordCacheDropped"] == 1
-    # the orphan, the unknown source's, the unparsable and the stale chunk, and the retired page's
-    assert fixed["chunksDeleted"] == 4 + retired_chunks
+    # the orphan and the stale chunk, and the retired page's; not the unparsable one, nor the never-had source's
+    assert fixed["chunksDeleted"] == 2 + retired_chunks
     assert chunks_of(data_dir, retired) == []
+    foreign = ["not-a-chunk-id", f"s999-{stale}-{'0' * 12}-0000"]
+    assert stored(data_dir, foreign) == foreign
+    deleted = {(d["kind"], d["pageId"]): d["chunkIds"] for d in repair_report["deleted"]}
+    assert deleted == {("orphanChunk", "url_nosuchpage"): [f"s{sid}-url_nosuchpage-{'0' * 12}-0000"],
+                       ("staleChunk", stale): [f"s{sid}-{stale}-{'f' * 12}-0000"],
+                       ("orphanChunk", retired): deleted[("orphanChunk", retired)]}
+    assert len(deleted[("orphanChunk", retired)]) == retired_chunks
+    assert audit_lines(data_dir) == [{"kind": kind, "pageId": pid, "chunkIds": ids, "source": first.report["source"]}
+                                     for (kind, pid), ids in sorted(deleted.items())]
+    assert {d["kind"] for d in json.loads(command("verify", "--json", check=False, settings=SMALL).stdout)[
+        "disagreements"]} == {"unparsableId", "foreignSource"}
+    # the other application removes its own chunks
+    index = ChromaIndex(path=data_dir / "chroma")
+    try:
+        index.collection.delete(ids=foreign)
+    finally:
+        index.close()
+        forget_persistent_clients()
     after = command("verify", "--json", settings=SMALL)
     report = json.loads(after.stdout)
     assert report["ok"] is True and {d["pageId"] for d in report["scheduled"]} == {missing, relabelled}
@@ -212,3 +254,122 @@ def test_verify_finds_every_planted_fault_and_repair_leaves_the_index_clean(
     final = json.loads(command("verify", "--json", settings=SMALL).stdout)
     assert final["ok"] is True and final["scheduled"] == []
     assert command("verify", "no-such-source", check=False, settings=SMALL).returncode == 1
+
+
+# --- a repair touches only what this state owns (DESIGN rule 10) -----------------------------------------
+
+
+def chunk_ids(data_dir: Path) -> list[str]:
+    index = ChromaIndex(path=data_dir / "chroma")
+    try:
+        return sorted(index.collection.get(include=[])["ids"])
+    finally:
+        index.close()
+        forget_persistent_clients()
+
+
+def test_a_removal_cut_short_leaves_chunks_that_a_repair_deletes_past_the_cap(
+        shared_site: DocsServer, crawl: Crawl, command: Crawl) -> None:
+    first = indexed(crawl, shared_site)
+    data_dir = first.data_dir
+    every = chunk_ids(data_dir)
+    # `scrapy sources remove` cut short after the state's half: the source's row went (and its tombstone was
+    # written with it), its chunks stayed
+    store = SqlStateStore(f"sqlite:///{data_dir / 'state.db'}")
+    try:
+        source = store.get_source(first.report["source"])
+        assert source is not None
+        store.delete_source(source.id)
+        assert store.removed_sources() == {source.id: source.name}
+    finally:
+        store.close()
+    found = command("verify", "--json", check=False, settings=SMALL)
+    assert found.returncode == 3
+    assert {d["kind"] for d in json.loads(found.stdout)["disagreements"]} == {"removedSource"}
+    # every chunk of the removed source goes: its removal was asked for, so no cap applies
+    repaired = command("verify", "--repair", "--json", settings=SMALL)
+    assert json.loads(repaired.stdout)["repaired"]["chunksDeleted"] == len(every)
+    assert chunk_ids(data_dir) == []
+    lines = audit_lines(data_dir)
+    assert {line["kind"] for line in lines} == {"removedSource"}
+    assert sorted(cid for line in lines for cid in line["chunkIds"]) == every
+    assert "Repair deleted" in repaired.stderr  # and each group is logged
+    assert json.loads(command("verify", "--json", settings=SMALL).stdout)["ok"] is True
+
+
+def test_a_repair_past_the_deletion_cap_is_refused_unless_forced(
+        shared_site: DocsServer, crawl: Crawl, command: Crawl) -> None:
+    first = indexed(crawl, shared_site)
+    data_dir = first.data_dir
+    every = chunk_ids(data_dir)
+    # a state that lost track of most of its pages (or is not the one the index was written with)
+    db = sqlite3.connect(data_dir / "state.db")
+    try:
+        pages = [pid for pid, in db.execute("SELECT page_id FROM pages WHERE status = 'active' AND chunk_count > 0 "
+                                            "ORDER BY page_id")]
+        lost = pages[: len(pages) * 3 // 4]
+        db.execute(f"UPDATE pages SET status = 'removed' WHERE page_id IN ({','.join('?' * len(lost))})", lost)
+        db.commit()
+        counted = db.execute("SELECT SUM(chunk_count) FROM pages WHERE status = 'removed'").fetchone()[0]
+    finally:
+        db.close()
+    refused = command("verify", "--repair", "--json", check=False, settings=SMALL)
+    assert refused.returncode == 1, refused.stderr[-2000:]
+    report = json.loads(refused.stdout)
+    [entry] = report["refused"]
+    assert entry["source"] == first.report["source"] and entry["chunks"] == counted and entry["of"] == len(every)
+    assert entry["maxRatio"] == 0.5 and report["deleted"] == [] and report["repaired"]["chunksDeleted"] == 0
+    assert "DOCSCRAPER_MAX_DELETE_RATIO=0.5" in refused.stderr and "--force" in refused.stderr
+    assert chunk_ids(data_dir) == every and audit_lines(data_dir) == []
+    forced = command("verify", "--repair", "--force", "--json", settings=SMALL)
+    assert json.loads(forced.stdout)["repaired"]["chunksDeleted"] == counted
+    assert len(chunk_ids(data_dir)) == len(every) - counted
+    assert sum(len(line["chunkIds"]) for line in audit_lines(data_dir)) == counted
+
+
+def test_verify_never_creates_a_state_and_refuses_an_index_of_another_state(
+        shared_site: DocsServer, crawl: Crawl, command: Crawl, tmp_path: Path) -> None:
+    first = indexed(crawl, shared_site)
+    data_dir = first.data_dir
+    every = chunk_ids(data_dir)
+    store = SqlStateStore(f"sqlite:///{data_dir / 'state.db'}")
+    index = ChromaIndex(path=data_dir / "chroma")
+    try:
+        assert index.recorded_state() == store.state_id()  # the crawl bound the collection to its state
+    finally:
+        index.close()
+        store.close()
+        forget_persistent_clients()
+
+    # a wrong DOCSCRAPER_STATE_URL: nothing there, nothing created, nothing deleted
+    missing = tmp_path / "elsewhere" / "state.db"
+    wrong = command("verify", "--repair", "--force", check=False,
+                    settings={**SMALL, "DOCSCRAPER_STATE_URL": f"sqlite:///{missing}"})
+    assert wrong.returncode == 1 and f"no state database at {missing}" in wrong.stderr
+    assert not missing.parent.exists()
+    # an empty database file (a first crawl creating it, or a stray file): not given a schema
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    wrong = command("verify", "--repair", check=False, settings={**SMALL, "DOCSCRAPER_STATE_URL": f"sqlite:///{empty}"})
+    assert wrong.returncode == 1 and "has no docscraper schema" in wrong.stderr and empty.stat().st_size == 0
+    # a wrong DOCSCRAPER_DATA_DIR
+    nothing = tmp_path / "nothing"
+    wrong = command("verify", "--repair", check=False, settings={**SMALL, "DOCSCRAPER_DATA_DIR": str(nothing)})
+    assert wrong.returncode == 1 and not nothing.exists()
+    assert chunk_ids(data_dir) == every
+
+    # another docscraper's state (its own crawl of the same site, into its own data directory) pointed at this
+    # collection: its chunk ids (s1-...) collide with this state's; refused, check and repair alike
+    other = tmp_path / "other"
+    crawl(f"{shared_site.base_url}/docs/", index=True, settings={**SMALL, "DOCSCRAPER_DATA_DIR": str(other)})
+    foreign = {**SMALL, "DOCSCRAPER_STATE_URL": f"sqlite:///{other / 'state.db'}"}
+    for args in (("verify", "--repair", "--force"), ("verify",)):
+        refused = command(*args, check=False, settings=foreign)
+        assert refused.returncode == 1, refused.stderr[-2000:]
+        assert "belongs to another state database" in refused.stderr and "DOCSCRAPER_STATE_URL" in refused.stderr
+    # and so is its crawl (close reason index_unavailable): it would write and delete chunks under this state's ids
+    crawled = crawl(f"{shared_site.base_url}/docs/", "full=1", index=True, check=False, settings=foreign)
+    assert crawled.returncode == 1 and "belongs to another state database" in crawled.stderr
+    assert "(index_unavailable)" in crawled.stderr
+    assert chunk_ids(data_dir) == every and audit_lines(data_dir) == []
+    assert json.loads(command("verify", "--json", settings=SMALL).stdout)["ok"] is True

@@ -6,12 +6,18 @@ the state does not hold live; the keyword index's cache must not vouch for a col
 from; with ``--mirror DIR``, each live page must have its Markdown mirror file. Reads the state rows and
 the chunks' ids and metadata, never a vector. See :mod:`docscraper.storage.consistency`.
 
-``--repair`` deletes the chunks nobody owns and marks the pages whose chunks are missing or disagree for
-reindexing (their next crawl writes them again); nothing else is touched. Refused while a crawl of the
-source runs, unless ``--force``.
+``--repair`` deletes this state's chunks that no live page owns and marks the pages whose chunks are missing
+or disagree for reindexing (their next crawl writes them again); it touches only what this state owns: ids
+it cannot parse and chunks of sources it never had are reported, never deleted (DESIGN rule 10). Refused
+while a crawl of the source runs; a source whose repair would delete more than ``DOCSCRAPER_MAX_DELETE_RATIO``
+of its chunks in the index is left as it is unless ``--force``. Each group deleted is logged and appended
+to ``DATA_DIR/logs/repairs.jsonl``; ``--json`` lists them (``deleted``) and the refused sources (``refused``).
+Never creates a state database; an index bound to another state database is refused, check or repair.
 
 Exit status: 0 everything agrees (or everything found was repaired); 3 disagreements found and not
-repaired; 1 unknown source, no index, or a repair refused; 2 bad usage.
+repaired (with ``--repair``: chunks it cannot prove are its own are left); 1 no state database, an index
+of another state, unknown source, no index, or a repair refused (a crawl running, or the deletion cap:
+the other sources are repaired); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ class Command(ToolCommand):
         super().add_options(parser)
         parser.add_argument("--repair", action="store_true",
                             help="delete chunks nobody owns, mark pages whose chunks disagree for reindexing")
-        parser.add_argument("--force", action="store_true", help="repair even while a crawl of the source runs")
+        parser.add_argument("--force", action="store_true",
+                            help="with --repair, delete past DOCSCRAPER_MAX_DELETE_RATIO of a source's chunks")
         parser.add_argument("--mirror", metavar="DIR", help="also check the source's Markdown mirror in DIR")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -66,18 +73,24 @@ class Command(ToolCommand):
             return self.fail(str(exc), exc.exit_code)
         except (IndexError_, StateError) as exc:
             return self.fail(str(exc), 1)
-        repaired = bool(result.repaired)
         if opts.json:
             self.print_json({**result.as_dict(), "running": running})
         else:
             self._print(result, running)
-        if not result.ok and not repaired:
+        for refused in result.refused:
+            print(f"error: repair of source {refused['source']} refused: it would delete {refused['chunks']} of its "
+                  f"{refused['of']} chunks in the index, more than DOCSCRAPER_MAX_DELETE_RATIO={refused['maxRatio']}; "
+                  "nothing of it was touched. Check DOCSCRAPER_STATE_URL and DOCSCRAPER_DATA_DIR, then pass --force "
+                  "to delete past the cap", file=sys.stderr)
+        if result.refused:
+            self.exitcode = 1
+        elif not result.ok and (not result.repaired or result.left):
             self.exitcode = DISAGREE
         return None
 
     @staticmethod
     def _print(result: object, running: list[str]) -> None:
-        from docscraper.storage.consistency import Verification
+        from docscraper.storage.consistency import FOREIGN_KINDS, Verification
 
         assert isinstance(result, Verification)
         for source, sizes in sorted(result.sources.items()):
@@ -101,6 +114,12 @@ class Command(ToolCommand):
             r = result.repaired
             print(f"Repaired: {r['chunksDeleted']} chunk(s) deleted, {r['pagesMarked']} page(s) marked for "
                   f"reindexing (their next crawl writes them again){', keyword cache dropped' if r.get('keywordCacheDropped') else ''}")
+            if r["chunksDeleted"]:
+                print("What was deleted is logged in logs/repairs.jsonl under the data directory.")
+            left = [d for d in result.left if d.kind in FOREIGN_KINDS]
+            if left:
+                print(f"Left as they are: {len(left)} disagreement(s) of chunks this state cannot prove are its own "
+                      "(unparsableId, foreignSource, foreignChunk)")
             if any(d.kind == "mirrorStale" for d in result.disagreements):
                 print("Mirror files are rewritten by the next crawl with that mirror (-a save_dir).")
         else:

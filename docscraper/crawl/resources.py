@@ -43,7 +43,7 @@ from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
 from docscraper.crawl.workers import WorkerProcesses
 from docscraper.storage.backends import export_for_questions, load_crawl_embedder, open_state_store, open_vector_index
-from docscraper.storage.consistency import Verification, reconcile
+from docscraper.storage.consistency import Verification, claim_index, reconcile
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.model_identity import ModelIdentity, ModelMismatch, model_identity
@@ -279,6 +279,8 @@ class CrawlResources:
         )
         if cfg.index_enabled:
             self.index = await self.call("index", open_vector_index, cfg)
+            # an index bound to another state database is refused (index_unavailable): their chunk ids collide
+            await self.call("index", claim_index, self.index, await self.db(store.state_id), record=True)
             self.model, reset = await self._check_model(store, self.index, target)
             if reset:  # every page of the source is marked: this run re-processes them as forced
                 target = target.with_known(await self.db(store.load_pages, target.source.id))

@@ -1,24 +1,40 @@
-"""Does the vector index match the state? (DESIGN rule 8.) Checks, repairs, and the reconciliation of a died run.
+"""Does the vector index match the state? (DESIGN rules 8 and 10.) Checks, repairs, and the reconciliation of a
+died run.
 
 The state table says, per source, which pages are live (``active``), with which content hash and how many
 chunks; chunk ids are deterministic (``s<source id>-<page id>-<content hash[:12]>-<index>``), so the chunks
 every live page must have are known without reading a vector. :func:`check` reads the state rows and every
 chunk's id and metadata (no vectors, no texts) and lists each :class:`Disagreement`:
 
-``unknownSource``     a chunk of a source id the state does not have (a source deleted half-way)
+``removedSource``     a chunk of a source this state removed (its tombstone names it: a removal cut short)
 ``orphanChunk``       a chunk of a page the state does not know, or holds as removed or failed
 ``staleChunk``        a chunk of a live page under another content hash, or past its chunk count
 ``missingChunks``     a live page without all of its chunks
 ``metadataMismatch``  a chunk whose metadata (source, page, URL, title, content hash) disagrees with its page row
-``unparsableId``      a chunk whose id is not a docscraper chunk id
+``unparsableId``      a chunk whose id is not a docscraper chunk id (another application's)
+``foreignSource``     a chunk of a source id this state never had (another application's, or another state's)
+``foreignChunk``      a chunk that would be an orphan or stale, or of a removed source, but whose metadata names
+                      another source than the state's name for its id (another state's chunk with a colliding
+                      id, or an adoption's relabelling cut short)
 ``keywordCache``      the keyword index's cache claims the collection's generation with another fingerprint
 ``danglingAlias``     an alias (a URL serving another page's content) whose page is not live, or not with that content
 ``mirrorStale``       a live page whose Markdown mirror file is missing or holds another content hash
                       (with a mirror folder to check; the next crawl with that mirror rewrites it)
 
-:func:`repair` fixes what can be fixed without the site: chunks nobody owns (unknown source, orphan, stale,
-unparsable) are deleted; pages whose chunks are missing or disagree are marked for reindexing (their next
-crawl writes them again); a lying keyword cache is dropped. Nothing else is touched.
+:func:`repair` fixes what can be fixed without the site, and touches only what this state owns (DESIGN rule
+10): a chunk is its own when its id parses as a chunk id, names a source this state has or removed, and its
+metadata names that source. Its own chunks that no live page owns (orphan, stale, of a removed source) are
+deleted; pages whose chunks are missing or disagree are marked for reindexing (their next crawl writes them
+again); a lying keyword cache is dropped. ``unparsableId``, ``foreignSource`` and ``foreignChunk`` are
+reported and never touched. Given a deletion cap, a live source whose deletions would exceed that share of
+its chunks in the index is left as it is (nothing deleted, nothing marked) and listed in
+``Verification.refused``; a removed source's chunks have no cap (their removal was asked for). Each group of
+chunks deleted (a page's, or a removed source's) is logged, listed in ``Verification.deleted`` and appended to
+the audit file, one JSON line each (``DATA_DIR/logs/repairs.jsonl``, :data:`REPAIR_LOG`).
+
+:func:`claim_index` binds a vector index to the state whose chunks it holds: the state's random id is
+recorded in the collection's metadata by the first crawl that writes it; a state meeting an index bound to
+another state is refused (:class:`ForeignIndex`): chunk ids (``s<source id>-...``) of two states collide.
 
 :func:`reconcile` is the same for a few pages only: the pages a run began writing to the index and never
 committed (the state store's index writes, left by a run that died or whose write failed). The next run
@@ -27,20 +43,36 @@ of the source calls it when it opens.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from docscraper.storage.vectors import IndexError_
 
 if TYPE_CHECKING:
     from docscraper.storage.state import PageRecord, SourceRecord, StateStore
     from docscraper.storage.vectors import VectorIndex
 
-__all__ = ["CHUNK_ID", "Disagreement", "Verification", "check", "check_mirror", "reconcile", "repair"]
+__all__ = [
+    "CHUNK_ID",
+    "FOREIGN_KINDS",
+    "REPAIR_LOG",
+    "Disagreement",
+    "ForeignIndex",
+    "Verification",
+    "check",
+    "check_mirror",
+    "claim_index",
+    "reconcile",
+    "repair",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -48,8 +80,34 @@ logger = logging.getLogger(__name__)
 CHUNK_ID = re.compile(r"^s(?P<source>\d+)-(?P<page>.+)-(?P<hash>[0-9a-f]{12})-(?P<index>\d{4,})$")
 
 #: Kinds whose chunks :func:`repair` deletes; the others mark their page for reindexing.
-DELETE_KINDS = frozenset({"unknownSource", "orphanChunk", "staleChunk", "unparsableId"})
+DELETE_KINDS = frozenset({"removedSource", "orphanChunk", "staleChunk"})
 REINDEX_KINDS = frozenset({"missingChunks", "metadataMismatch", "danglingAlias"})
+#: Kinds a repair reports and never touches: chunks this state cannot prove are its own.
+FOREIGN_KINDS = frozenset({"unparsableId", "foreignSource", "foreignChunk"})
+
+#: The repairs' audit file, under the data directory: one JSON line per group of chunks deleted.
+REPAIR_LOG = Path("logs") / "repairs.jsonl"
+
+
+class ForeignIndex(IndexError_):
+    """The vector index is bound to another state database (DESIGN rule 10)."""
+
+
+def claim_index(index: VectorIndex, state_id: str, *, record: bool = False) -> bool:
+    """Check that *index* belongs to the state database *state_id*: :class:`ForeignIndex` when it records
+    another. A collection that records none (new, or written before states had ids) is bound to this state
+    when *record* (a crawl, before it writes). Returns whether the index records this state now."""
+    recorded = index.recorded_state()
+    if recorded is None:
+        if record:
+            index.record_state(state_id)
+        return record
+    if recorded != state_id:
+        raise ForeignIndex(
+            f"the vector index at {index.location} belongs to another state database (state id {recorded}; this "
+            f"one is {state_id}): its chunk ids would collide with this state's. Check DOCSCRAPER_STATE_URL and "
+            "DOCSCRAPER_DATA_DIR, or use another DOCSCRAPER_CHROMA_COLLECTION")
+    return True
 
 
 @dataclass(frozen=True)
@@ -78,10 +136,24 @@ class Verification:
     scheduled: list[Disagreement] = field(default_factory=list)
     chunks: int = 0
     repaired: dict[str, int] = field(default_factory=dict)
+    # each group of chunks a repair deleted: kind, source, pageId, url, chunkIds
+    deleted: list[dict[str, Any]] = field(default_factory=list)
+    # each live source whose repair the deletion cap refused: source, chunks (to delete), of, maxRatio
+    refused: list[dict[str, Any]] = field(default_factory=list)
+    # chunks in the index by the source id they were compared under (the deletion cap's denominator)
+    source_chunks: dict[int, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.disagreements
+
+    @property
+    def left(self) -> list[Disagreement]:
+        """What a repair left as it found it: chunks this state cannot prove are its own, and every
+        disagreement of a source whose repair was refused."""
+        refused = {entry["sourceId"] for entry in self.refused}
+        return [d for d in self.disagreements
+                if d.kind in FOREIGN_KINDS or (d.source_id is not None and d.source_id in refused)]
 
     def counts(self) -> dict[str, int]:
         """Disagreements by kind."""
@@ -93,7 +165,8 @@ class Verification:
     def as_dict(self) -> dict[str, Any]:
         return {"ok": self.ok, "chunks": self.chunks, "sources": self.sources, "counts": self.counts(),
                 "disagreements": [d.as_dict() for d in self.disagreements],
-                "scheduled": [d.as_dict() for d in self.scheduled], "repaired": self.repaired}
+                "scheduled": [d.as_dict() for d in self.scheduled], "repaired": self.repaired,
+                "deleted": self.deleted, "refused": self.refused}
 
 
 def _parse(cid: str) -> tuple[int, str, str, int] | None:
@@ -103,10 +176,32 @@ def _parse(cid: str) -> tuple[int, str, str, int] | None:
     return int(match["source"]), match["page"], match["hash"], int(match["index"])
 
 
+def _unowned(kind: str, detail: str, source: SourceRecord, pid: str, url: str | None,
+             chunks: Iterable[tuple[str, dict[str, Any]]]) -> list[Disagreement]:
+    """*chunks* (id, metadata) that no live page of *source* owns, as a *kind* disagreement; those whose
+    metadata names another source than *source* as ``foreignChunk`` (this state cannot prove they are its
+    own: another state's chunks under colliding ids, or an adoption's relabelling cut short)."""
+    ours = sorted(cid for cid, meta in chunks if meta.get("source") == source.name)
+    theirs = sorted(cid for cid, meta in chunks if meta.get("source") != source.name)
+    found = []
+    if ours:
+        found.append(Disagreement(kind, f"{len(ours)} {detail}", source.name, source.id, pid, url, tuple(ours)))
+    if theirs:
+        found.append(Disagreement("foreignChunk", f"{len(theirs)} chunk(s) of source id {source.id} labelled as "
+                                  "another source than its name in the state: left as they are", source.name,
+                                  source.id, pid, url, tuple(theirs)))
+    return found
+
+
+def _text(meta: Mapping[str, Any], key: str) -> str | None:
+    return str(meta.get(key) or "") or None
+
+
 def _compare(source: SourceRecord, pages: Mapping[str, PageRecord], chunks: Mapping[str, dict[str, Any]],
              result: Verification, *, only: set[str] | None = None) -> dict[str, int]:
     """The disagreements between *source*'s page rows and *chunks* (its chunks by id: id -> metadata), into
     *result*. *only*: compare these pages alone (their rows and chunks)."""
+    result.source_chunks[source.id] = result.source_chunks.get(source.id, 0) + len(chunks)
     found = result.disagreements
     by_page: dict[str, list[tuple[str, str, int, dict[str, Any]]]] = defaultdict(list)
     for cid, meta in chunks.items():
@@ -127,8 +222,8 @@ def _compare(source: SourceRecord, pages: Mapping[str, PageRecord], chunks: Mapp
         if page is None or page.status != "active":
             if all_stored:
                 why = "unknown to the state" if page is None else f"{page.status} in the state"
-                found.append(Disagreement("orphanChunk", f"{len(all_stored)} chunk(s) of a page {why}", source.name,
-                                          source.id, pid, url, tuple(sorted(c for c, *_ in all_stored))))
+                found.extend(_unowned("orphanChunk", f"chunk(s) of a page {why}", source, pid, url,
+                                      ((cid, meta) for cid, *_, meta in all_stored)))
             continue
         if page.chunk_count is None or not page.content_hash:
             continue  # active without an index (crawled with DOCSCRAPER_INDEX_ENABLED off): nothing to compare
@@ -136,12 +231,11 @@ def _compare(source: SourceRecord, pages: Mapping[str, PageRecord], chunks: Mapp
         short = page.content_hash[:12]
         stored = {index: (cid, meta) for cid, chunk_short, index, meta in all_stored
                   if chunk_short == short and index < page.chunk_count}
-        stale = sorted(cid for cid, chunk_short, index, _ in all_stored
-                       if chunk_short != short or index >= page.chunk_count)
+        stale = [(cid, meta) for cid, chunk_short, index, meta in all_stored
+                 if chunk_short != short or index >= page.chunk_count]
         if stale:
-            found.append(Disagreement("staleChunk", f"{len(stale)} chunk(s) not of the page's content hash "
-                                      f"{short} and chunk count {page.chunk_count}", source.name, source.id, pid,
-                                      page.url, tuple(stale)))
+            found.extend(_unowned("staleChunk", f"chunk(s) not of the page's content hash {short} and chunk count "
+                                  f"{page.chunk_count}", source, pid, page.url, stale))
         # a page marked for reindexing is written again by its next crawl: what it lacks is scheduled
         later = result.scheduled if page.reindex_requested else found
         missing = [index for index in range(page.chunk_count) if index not in stored]
@@ -172,6 +266,7 @@ def check(store: StateStore, index: VectorIndex, *, source: str | None = None,
     their ids, whatever their metadata says). *keyword_cache*: the folder of the keyword index's cache, to
     check that it does not claim the collection's generation with another fingerprint."""
     sources = {summary.source.id: summary.source for summary in store.list_sources()}
+    removed = {sid: name for sid, name in store.removed_sources().items() if sid not in sources}
     wanted = None
     if source is not None:
         wanted = next((s for s in sources.values() if s.name == source), None)
@@ -181,22 +276,33 @@ def check(store: StateStore, index: VectorIndex, *, source: str | None = None,
     all_chunks = index.chunk_metadata()
     result.chunks = len(all_chunks)
     per_source: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    # chunks of source ids the state does not have now, by (kind, source id, page id)
+    outside: dict[tuple[str, int, str], list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for cid, meta in all_chunks.items():
         parsed = _parse(cid)
         if parsed is None:
             if wanted is None or meta.get("source") == wanted.name:
                 result.disagreements.append(Disagreement(
-                    "unparsableId", "not a docscraper chunk id", str(meta.get("source") or "") or None, None,
-                    str(meta.get("page_id") or "") or None, str(meta.get("url") or "") or None, (cid,)))
+                    "unparsableId", "not a docscraper chunk id: left as it is", _text(meta, "source"), None,
+                    _text(meta, "page_id"), _text(meta, "url"), (cid,)))
             continue
         sid = parsed[0]
-        if sid not in sources:
-            if wanted is None:
-                result.disagreements.append(Disagreement(
-                    "unknownSource", f"source id {sid} is not in the state", str(meta.get("source") or "") or None,
-                    sid, parsed[1], str(meta.get("url") or "") or None, (cid,)))
-            continue
-        per_source[sid][cid] = meta
+        if sid in sources:
+            per_source[sid][cid] = meta
+        elif wanted is None:
+            kind = "foreignSource" if sid not in removed else (
+                "removedSource" if meta.get("source") == removed[sid] else "foreignChunk")
+            outside[(kind, sid, parsed[1])].append((cid, meta))
+    for (kind, sid, pid), chunks in sorted(outside.items()):
+        label, url = _text(chunks[0][1], "source"), _text(chunks[0][1], "url")
+        detail = {
+            "removedSource": f"chunk(s) of source {removed.get(sid)!r} (id {sid}), which this state removed",
+            "foreignSource": f"chunk(s) of source id {sid}, which this state never had: left as they are",
+            "foreignChunk": f"chunk(s) of source id {sid}, which this state removed as {removed.get(sid)!r}, "
+                            "labelled as another source: left as they are",
+        }[kind]
+        result.disagreements.append(Disagreement(kind, f"{len(chunks)} {detail}", label, sid, pid, url,
+                                                 tuple(sorted(cid for cid, _ in chunks))))
     for sid, record in sorted(sources.items()):
         if wanted is not None and sid != wanted.id:
             continue
@@ -241,27 +347,72 @@ def check_mirror(store: StateStore, source: SourceRecord, directory: Path, resul
 
 
 def repair(store: StateStore, index: VectorIndex, verification: Verification, *,
-           keyword_cache: Path | None = None) -> dict[str, int]:
-    """Fix what :func:`check` found: delete the chunks nobody owns, mark the pages whose chunks are missing or
-    disagree for reindexing, drop a lying keyword cache. Returns (and records in *verification*) how many."""
-    delete: list[str] = []
+           keyword_cache: Path | None = None, max_delete_ratio: float | None = None, force: bool = False,
+           audit: Path | None = None) -> dict[str, int]:
+    """Fix what :func:`check` found: delete this state's chunks that no live page owns, mark the pages whose
+    chunks are missing or disagree for reindexing, drop a lying keyword cache; chunks it cannot prove are its
+    own (:data:`FOREIGN_KINDS`) stay. *max_delete_ratio*: a live source whose deletions would exceed this
+    share of its chunks in the index is left as it is, unless *force* (listed in ``verification.refused``).
+    Each group deleted is logged, and appended to *audit* (a JSON Lines file) when given. Returns (and
+    records in *verification*) how many chunks went, pages were marked and caches were dropped."""
+    groups: dict[int | None, list[Disagreement]] = defaultdict(list)
     marks: dict[int, set[str]] = defaultdict(set)
     cache = False
     for found in verification.disagreements:
-        if found.kind in DELETE_KINDS:
-            delete.extend(found.chunk_ids)
+        if found.kind in DELETE_KINDS and found.chunk_ids:
+            groups[found.source_id].append(found)
         elif found.kind in REINDEX_KINDS and found.source_id is not None and found.page_id is not None:
             marks[found.source_id].add(found.page_id)
         elif found.kind == "keywordCache":
             cache = True
-    delete = sorted(set(delete))
+    refused: set[int] = set()
+    if max_delete_ratio is not None and not force:
+        for sid, found_here in groups.items():
+            if sid is None or any(f.kind == "removedSource" for f in found_here):
+                continue  # a removed source's chunks: its removal was asked for
+            count = len({cid for f in found_here for cid in f.chunk_ids})
+            total = verification.source_chunks.get(sid, 0)
+            if total and count / total > max_delete_ratio:
+                refused.add(sid)
+                name = found_here[0].source
+                verification.refused.append({"source": name, "sourceId": sid, "chunks": count, "of": total,
+                                             "maxRatio": max_delete_ratio})
+                logger.error("Repair of source %s refused: it would delete %d of its %d chunks in the index, more "
+                             "than DOCSCRAPER_MAX_DELETE_RATIO=%s; nothing of it was touched (--force deletes "
+                             "past the cap)", name, count, total, max_delete_ratio)
+    deleting = [found for sid, found_here in sorted(groups.items(), key=lambda item: item[0] or 0)
+                if sid not in refused for found in found_here]
+    delete = sorted({cid for found in deleting for cid in found.chunk_ids})
     if delete:
         index.delete(delete)
-    marked = sum(store.mark_reindex(sid, sorted(pids)) for sid, pids in marks.items())
+        _record_deleted(deleting, verification, audit)
+    marked = sum(store.mark_reindex(sid, sorted(pids)) for sid, pids in marks.items() if sid not in refused)
     if cache and keyword_cache is not None:
         shutil.rmtree(keyword_cache, ignore_errors=True)
     verification.repaired = {"chunksDeleted": len(delete), "pagesMarked": marked, "keywordCacheDropped": int(cache)}
     return verification.repaired
+
+
+def _record_deleted(deleted: Iterable[Disagreement], verification: Verification, audit: Path | None) -> None:
+    """Log each group of chunks a repair deleted, list it in *verification*, append it to *audit*."""
+    at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    lines = []
+    for found in deleted:
+        logger.warning("Repair deleted %d chunk(s) (%s) of source %s (id %s), page %s%s", len(found.chunk_ids),
+                       found.kind, found.source, found.source_id, found.page_id, f" {found.url}" if found.url else "")
+        entry = {"kind": found.kind, "source": found.source, "sourceId": found.source_id, "pageId": found.page_id,
+                 "url": found.url, "chunkIds": list(found.chunk_ids)}
+        verification.deleted.append(entry)
+        lines.append(json.dumps({"time": at, **entry}, sort_keys=True) + "\n")
+    if audit is None:
+        return
+    try:
+        audit.parent.mkdir(parents=True, exist_ok=True)
+        with audit.open("a", encoding="utf-8") as out:
+            out.write("".join(lines))
+    except OSError as exc:
+        # the chunks are gone already: the log lines above hold what went
+        logger.error("Cannot append the repair to the audit file %s: %s", audit, exc)
 
 
 def reconcile(store: StateStore, index: VectorIndex, source: SourceRecord, page_ids: Iterable[str]) -> Verification:

@@ -32,6 +32,7 @@ from docscraper.storage.model_identity import ModelIdentity
 
 __all__ = [
     "GENERATION_KEY",
+    "STATE_KEY",
     "ChromaIndex",
     "ChunkRecord",
     "IndexError_",
@@ -46,6 +47,9 @@ logger = logging.getLogger(__name__)
 
 #: The collection metadata key of the index's generation token (:meth:`VectorIndex.generation`).
 GENERATION_KEY = "docscraper_generation"
+#: The collection metadata key of the id of the state database whose chunks the index holds
+#: (:meth:`VectorIndex.recorded_state`; DESIGN rule 10).
+STATE_KEY = "docscraper_state_id"
 
 
 class IndexError_(RuntimeError):
@@ -116,9 +120,16 @@ class VectorIndex(Protocol):
     def record_model(self, identity: ModelIdentity) -> None:
         """Record *identity* as the model of every vector in the index."""
         ...
+    def recorded_state(self) -> str | None:
+        """The id of the state database the index belongs to, as recorded by :meth:`record_state`; None:
+        none recorded (a new collection, or one written before states had ids)."""
+        ...
+    def record_state(self, state_id: str) -> None:
+        """Record *state_id* as the state database whose chunks the index holds."""
+        ...
     def reset(self, identity: ModelIdentity) -> int:
         """Delete every chunk of every source (the collection is made anew, so vectors of another dimension
-        fit), then record *identity*; returns how many chunks went."""
+        fit), then record *identity*; the state it belongs to stays recorded. Returns how many chunks went."""
         ...
     def close(self) -> None: ...
 
@@ -212,15 +223,27 @@ class ChromaIndex:
         metadata.update(identity.metadata())
         self.collection.modify(metadata=metadata)
 
+    def recorded_state(self) -> str | None:
+        value = self._metadata().get(STATE_KEY)
+        return str(value) if value else None
+
+    def record_state(self, state_id: str) -> None:
+        metadata = self._metadata()
+        metadata[STATE_KEY] = state_id
+        self.collection.modify(metadata=metadata)
+
     def reset(self, identity: ModelIdentity) -> int:
         name = self.collection.name
         count = int(self.collection.count())
+        state = self.recorded_state()
         self.client.delete_collection(name)
         self.collection = self.client.get_or_create_collection(
             name, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
         )
         self._writing()
         self.record_model(identity)
+        if state is not None:
+            self.record_state(state)
         return count
 
     def _writing(self) -> None:

@@ -18,6 +18,7 @@ import functools
 import logging
 import random
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,7 +34,15 @@ from sqlalchemy.pool import StaticPool
 
 from docscraper._resources import resource_dir
 from docscraper.storage.errors import StateError
-from docscraper.storage.state.models import CrawlRunRow, ImageRow, IndexWriteRow, PageRow, SourceRow
+from docscraper.storage.state.models import (
+    CrawlRunRow,
+    ImageRow,
+    IndexWriteRow,
+    PageRow,
+    RemovedSourceRow,
+    SourceRow,
+    StateInfoRow,
+)
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -52,6 +61,7 @@ __all__ = [
     "StateError",
     "StateStore",
     "database_exists",
+    "database_location",
     "iso_utc",
     "migrate",
     "schema_revision",
@@ -231,7 +241,15 @@ class StateStore(Protocol):
     def list_sources(self, name: str | None = None) -> list[SourceSummary]: ...
     def update_source(self, source_id: int, *, name: str | None = None, scope: dict[str, Any] | None = None,
                       registered: bool | None = None) -> SourceRecord: ...
-    def delete_source(self, source_id: int) -> dict[str, int]: ...
+    def delete_source(self, source_id: int) -> dict[str, int]:
+        """Delete a source with its pages and runs, and record it as removed (:meth:`removed_sources`)."""
+        ...
+    def removed_sources(self) -> dict[int, str]:
+        """The sources this state removed: source id -> its name then. Their ids are never given again."""
+        ...
+    def state_id(self) -> str:
+        """The random id this state database was given when it was created (DESIGN rule 10)."""
+        ...
     def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int: ...
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
     def page_aliases(self, source: str, page_ids: Iterable[str]) -> dict[str, list[str]]:
@@ -390,9 +408,17 @@ class SqlStateStore:
         """The source called *name*, created with *scope* when it does not exist yet."""
         now = utcnow()
         with self._session() as session, session.begin():
+            values: dict[str, Any] = {}
+            if self._dialect == "sqlite":
+                # SQLite gives a new row the highest id + 1, so the id of the newest source, once removed, would
+                # come back; a removed source's id stays its own (its chunks left in an index are known by it)
+                taken = [select(func.coalesce(func.max(table.id), 0)).scalar_subquery()
+                         for table in (SourceRow, RemovedSourceRow)]
+                values["id"] = func.max(*taken) + 1
             stmt = (
                 _insert(self._dialect, SourceRow)
-                .values(name=name, url=url, scope=scope, registered=registered, created_at=now, updated_at=now)
+                .values(name=name, url=url, scope=scope, registered=registered, created_at=now, updated_at=now,
+                        **values)
                 .on_conflict_do_nothing(index_elements=["name"])
             )
             session.execute(stmt)
@@ -814,8 +840,14 @@ class SqlStateStore:
             return self._source(session.scalars(select(SourceRow).where(SourceRow.id == source_id)).one())
 
     def delete_source(self, source_id: int) -> dict[str, int]:
-        """Delete a source with its pages (and their images) and runs; returns how many of each went."""
+        """Delete a source with its pages (and their images) and runs, and record it as removed (its tombstone,
+        in the same transaction); returns how many of each went."""
         with self._session() as session, session.begin():
+            name = session.scalars(select(SourceRow.name).where(SourceRow.id == source_id)).first()
+            if name is not None:
+                session.execute(_insert(self._dialect, RemovedSourceRow)
+                                .values(id=source_id, name=name, removed_at=utcnow())
+                                .on_conflict_do_nothing(index_elements=["id"]))
             images = session.execute(delete(ImageRow).where(ImageRow.source_id == source_id))
             session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id))
             pages = session.execute(delete(PageRow).where(PageRow.source_id == source_id))
@@ -823,6 +855,24 @@ class SqlStateStore:
             session.execute(delete(SourceRow).where(SourceRow.id == source_id))
             return {"pages": getattr(pages, "rowcount", 0) or 0, "runs": getattr(runs, "rowcount", 0) or 0,
                     "images": getattr(images, "rowcount", 0) or 0}
+
+    def removed_sources(self) -> dict[int, str]:
+        with self._session() as session:
+            return {int(sid): str(name) for sid, name in session.execute(
+                select(RemovedSourceRow.id, RemovedSourceRow.name))}
+
+    @_retry_conflicts
+    def state_id(self) -> str:
+        query = select(StateInfoRow.value).where(StateInfoRow.key == "state_id")
+        with self._session() as session:
+            found = session.scalars(query).first()
+        if found is not None:
+            return str(found)
+        with self._session() as session, session.begin():
+            # given by migration 0008; made here for a database whose row went missing
+            session.execute(_insert(self._dialect, StateInfoRow).values(key="state_id", value=uuid.uuid4().hex)
+                            .on_conflict_do_nothing(index_elements=["key"]))
+            return str(session.scalars(query).one())
 
     def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int:
         """Ask the next crawl to re-process these pages whatever their hash or validators."""
@@ -885,11 +935,23 @@ def database_exists(url: str) -> bool:
     return Path(parsed.database or "").expanduser().exists()
 
 
+def database_location(url: str) -> str:
+    """Where *url* points, for a message: the SQLite file's path, else the URL without its password."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite" and (parsed.database or ":memory:") != ":memory:":
+        return str(Path(parsed.database or "").expanduser())
+    return parsed.render_as_string(hide_password=True)
+
+
 def schema_revision(url: str) -> str | None:
     """The database's schema revision, None while it has none: not created yet, or a first crawl is
     creating it (a reader then waits for it rather than migrating the same database at the same time)."""
     if not database_exists(url):
         return None
+    parsed = make_url(url)
+    path = parsed.database or ":memory:"
+    if parsed.get_backend_name() == "sqlite" and path != ":memory:" and Path(path).expanduser().stat().st_size == 0:
+        return None  # an empty file has no schema; a connection would write to it (journal_mode=WAL)
     try:
         engine = _make_engine(url)
         try:
