@@ -283,18 +283,28 @@ def test_a_removal_cut_short_leaves_chunks_that_a_repair_deletes_past_the_cap(
         assert store.removed_sources() == {source.id: source.name}
     finally:
         store.close()
+    # one chunk under the same id is labelled as another source (another state's, under a colliding id)
+    index = ChromaIndex(path=data_dir / "chroma")
+    try:
+        theirs = every[0]
+        got = index.collection.get(ids=[theirs], include=["metadatas"])
+        index.collection.update(ids=[theirs], metadatas=[{**dict(got["metadatas"][0]), "source": "someone-else"}])
+    finally:
+        index.close()
+        forget_persistent_clients()
     found = command("verify", "--json", check=False, settings=SMALL)
     assert found.returncode == 3
-    assert {d["kind"] for d in json.loads(found.stdout)["disagreements"]} == {"removedSource"}
-    # every chunk of the removed source goes: its removal was asked for, so no cap applies
-    repaired = command("verify", "--repair", "--json", settings=SMALL)
-    assert json.loads(repaired.stdout)["repaired"]["chunksDeleted"] == len(every)
-    assert chunk_ids(data_dir) == []
+    kinds = {d["kind"] for d in json.loads(found.stdout)["disagreements"]}
+    assert kinds == {"removedSource", "foreignChunk"}
+    # every chunk of the removed source goes: its removal was asked for, so no cap applies; not the other's
+    repaired = command("verify", "--repair", "--json", check=False, settings=SMALL)
+    assert repaired.returncode == 3  # the chunk it cannot prove is its own is left
+    assert json.loads(repaired.stdout)["repaired"]["chunksDeleted"] == len(every) - 1
+    assert chunk_ids(data_dir) == [theirs]
     lines = audit_lines(data_dir)
     assert {line["kind"] for line in lines} == {"removedSource"}
-    assert sorted(cid for line in lines for cid in line["chunkIds"]) == every
+    assert sorted(cid for line in lines for cid in line["chunkIds"]) == every[1:]
     assert "Repair deleted" in repaired.stderr  # and each group is logged
-    assert json.loads(command("verify", "--json", settings=SMALL).stdout)["ok"] is True
 
 
 def test_a_repair_past_the_deletion_cap_is_refused_unless_forced(
