@@ -216,7 +216,8 @@ def test_json_lines_with_blank_and_comment_lines() -> None:
     ('{"question": "a", "answers": "x", "expected": "x"}\n', "line 1: give \"answers\" or \"expected\", not both"),
     ('{"question": "a", "answers": {"x": 1}}\n', "line 1: \"answers\" must be a list"),
     ('{"question": "a", "answers": ["x", 3]}\n', "line 1: every answer must be a non-empty string"),
-    ('{"question": "a", "answers": ["http://[::1/x"]}\n', "line 1: answer 'http://[::1/x' is not a URL"),
+    ('{"question": "a", "answers": ["http://[::1/x"]}\n', "line 1: answer 'http://[::1/x' is not a valid URL (Invalid IPv6 URL)"),
+    ('{"question": "a", "answers": ["ok.html", "//[bad"]}\n', "line 1: answer '//[bad' is not a valid path"),
     ('{"question": "a", "answers": ["x"]}\n{"question": "a", "answers": ["y"]}\n',
      "line 2: the same question as line 1"),
     ("\n# only a comment\n", "q.jsonl holds no questions"),
@@ -358,7 +359,7 @@ def test_evaluate_command_errors(command: Crawl, tmp_path: Path) -> None:
     usage = command("evaluate", check=False)
     assert usage.returncode == 2 and "give one question file" in usage.stderr
     small = command("evaluate", str(good), "-k", "0", check=False)
-    assert small.returncode == 2 and "-k must be 1 or more" in small.stderr
+    assert small.returncode == 2 and "error: argument -k: must be a whole number from 1 to 1000, got 0" in small.stderr
 
     no_index = command("evaluate", str(good), check=False)
     assert no_index.returncode == 1 and "error: no index at " in no_index.stderr

@@ -1,6 +1,7 @@
 """``scrapy crawl``, with the ``docs`` spider's arguments checked before anything starts.
 
-A wrong argument or setting is one line on stderr and exit status 2: nothing is fetched or stored.
+A wrong argument, option or setting is one ``error:`` line on stderr and exit status 2: nothing is fetched
+or stored.
 So is ``-a render=js`` without a Chromium binary at ``DOCSCRAPER_CHROMIUM_PATH``.
 A crawl whose run could not open (state database unreachable, unknown source) exits with status 1.
 """
@@ -10,9 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+from scrapy.spiderloader import get_spider_loader
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
-from docscraper.ops.cli import fail
+from docscraper.ops.cli import check_options, fail, one_line_errors
 
 if TYPE_CHECKING:
     import argparse
@@ -20,6 +23,26 @@ if TYPE_CHECKING:
 
 
 class Command(ScrapyCrawlCommand):
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        one_line_errors(parser)
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        self.check_arguments(args)
+
+    def check_arguments(self, args: list[str]) -> None:
+        """``UsageError`` for an unknown option, or not one spider: said before the crawler process starts
+        (and logs)."""
+        check_options(args)
+        if len(args) != 1:
+            raise UsageError("give one spider: scrapy crawl docs -a source=URL|NAME" if not args
+                             else f"one spider at a time, got {' '.join(args)}")
+        assert self.settings is not None
+        spiders = get_spider_loader(self.settings).list()
+        if args[0] not in spiders:
+            raise UsageError(f"unknown spider {args[0]!r} (spiders: {', '.join(sorted(spiders))})")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or args[0] != "docs":  # another spider, or a usage error Scrapy reports
             super().run(args, opts)

@@ -4,8 +4,9 @@ page first, on your own questions.
 Every question of the file (:mod:`docscraper.ops.evaluate` describes the format) is asked as ``scrapy search``
 asks it; the command prints recall@1/3/5 and MRR@k, and each question whose answer did not come first, with
 its rank and the page that came first. ``--json`` prints the same as one JSON object, valid against
-``docscraper/schema/evaluation.schema.json``. Exit status 0; 2 for bad usage or a missing or malformed
-question file (its line); 1 for no index, an empty one, an unknown source or a model that cannot load.
+``docscraper/schema/evaluation.schema.json``. Exit status 0; 2 for bad usage (``-k`` is from 1 to
+:data:`docscraper.storage.search.MAX_K`, 1000) or a missing or malformed question file (its line, and what is
+wrong with the question or an answer); 1 for no index, an empty one, an unknown source or a model that cannot load.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import UsageError
 
 from docscraper.config import ConfigError
-from docscraper.ops.cli import ToolCommand
+from docscraper.ops.cli import ToolCommand, whole_number
 
 if TYPE_CHECKING:
     import argparse
@@ -33,15 +34,19 @@ class Command(ToolCommand):
         return "Score the index on a file of questions and the pages that answer them (recall@1/3/5, MRR)"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        # imported here, not with the module: Scrapy imports every command module to list the commands
+        from docscraper.storage.search import MAX_K
+
         super().add_options(parser)
-        parser.add_argument("-k", type=int, default=10, help="results asked for per question, MRR@k (default 10)")
+        parser.add_argument("-k", type=whole_number(1, MAX_K), default=10, metavar="N",
+                            help=f"results asked for per question, MRR@k (default 10, at most {MAX_K})")
         parser.add_argument("--source", help="only this source's pages")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1:
+        if len(args) != 1 or not args[0].strip():
             raise UsageError("give one question file: scrapy evaluate QUESTIONS.jsonl")
-        if opts.k < 1:
-            raise UsageError("-k must be 1 or more")
+        if opts.source is not None and not opts.source.strip():
+            raise UsageError("--source must name a source")
         # imported here, not with the module: Scrapy imports every command module to list the commands
         from docscraper.ops.evaluate import EvaluationError, QuestionFileError, evaluate_index, load_questions
         from docscraper.storage.embedding import EmbeddingError

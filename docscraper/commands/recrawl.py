@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from scrapy.exceptions import UsageError
+
 from docscraper.commands.crawl import Command as CrawlCommand
-from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.ops.cli import fail
+from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
+from docscraper.ops.cli import check_options, fail
 
 if TYPE_CHECKING:
     import argparse
@@ -24,7 +26,8 @@ if TYPE_CHECKING:
 
 class Command(CrawlCommand):
     def syntax(self) -> str:
-        return "NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [-O FILE]"
+        return ("NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render MODE] "
+                "[-O FILE]")
 
     def short_desc(self) -> str:
         return "Crawl a source again by name (incremental unless --full)"
@@ -40,25 +43,19 @@ class Command(CrawlCommand):
         parser.add_argument("--max-pages", metavar="N", help="this run only: at most N pages")
         parser.add_argument("--render", metavar="MODE", help="this run only: js (Chromium) or none")
 
+    def check_arguments(self, args: list[str]) -> None:
+        check_options(args)
+        if len(args) != 1:
+            raise UsageError("give one source name" + (f", got {' '.join(args)}" if args else ""))
+        if "://" in args[0]:
+            raise UsageError(f"recrawl takes a source name; crawl a URL with scrapy crawl docs -a source={args[0]}")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) != 1 or args[0].startswith("-"):
-            return fail(self, "usage: scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] "
-                              "[--max-depth N] [--max-pages N]", 2)
         name = args[0]
         from docscraper.ops.sources import SourceError, get_source_info  # (see commands/status.py)
 
-        if "://" in name:
-            return fail(self, f"recrawl takes a source name; crawl a URL with scrapy crawl docs -a source={name}",
-                              2)
         if "source" in opts.spargs:
             return fail(self, "the source is NAME; -a source= is not allowed here", 2)
-        assert self.settings is not None
-        try:
-            get_source_info(DocscraperConfig.from_settings(self.settings), name)
-        except ConfigError as exc:
-            return fail(self, f"docs spider: {exc}", 2)
-        except SourceError as exc:
-            return fail(self, str(exc), exc.exit_code)
         spargs = dict(opts.spargs, source=name)
         if opts.full:
             spargs["full"] = "1"
@@ -68,6 +65,14 @@ class Command(CrawlCommand):
         for key in ("max_depth", "max_pages", "render"):
             if getattr(opts, key) is not None:
                 spargs[key] = getattr(opts, key)
+        assert self.settings is not None
+        try:
+            CrawlArgs.parse(spargs)  # a bad option is bad usage (2), whether or not the source exists
+            get_source_info(DocscraperConfig.from_settings(self.settings), name)
+        except ConfigError as exc:
+            return fail(self, f"docs spider: {exc}", 2)
+        except SourceError as exc:
+            return fail(self, str(exc), exc.exit_code)
         opts.spargs = spargs
         super().run(["docs"], opts)
         return None

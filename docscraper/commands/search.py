@@ -1,5 +1,8 @@
 """``scrapy search "question" [-k 5] [--source NAME] [--json] [--all-chunks] [--images] [--aliases]``: ask the
-index."""
+index.
+
+Exit status 0; 2 for bad usage (one ``error:`` line: ``-k`` must be from 1 to
+:data:`docscraper.storage.search.MAX_K`, 1000); 1 for no index, an unknown model or another failure."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import UsageError
 
 from docscraper.config import ConfigError
-from docscraper.ops.cli import ToolCommand
+from docscraper.ops.cli import ToolCommand, whole_number
 from docscraper.storage.embedding import EmbeddingError
 from docscraper.storage.errors import StateError
 from docscraper.storage.model_identity import ModelMismatch
@@ -31,8 +34,12 @@ class Command(ToolCommand):
         return "Search the vector index for the chunks that best answer a question"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        # imported here, not with the module: Scrapy imports every command module to list the commands
+        from docscraper.storage.search import MAX_K
+
         super().add_options(parser)
-        parser.add_argument("-k", type=int, default=5, help="how many results (default 5)")
+        parser.add_argument("-k", type=whole_number(1, MAX_K), default=5, metavar="N",
+                            help=f"how many results (default 5, at most {MAX_K})")
         parser.add_argument("--source", help="only this source's pages")
         parser.add_argument("--all-chunks", action="store_true", help="allow several chunks of one page")
         parser.add_argument("--images", action="store_true", help="list each result page's images")
@@ -42,8 +49,8 @@ class Command(ToolCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1 or not args[0].strip():
             raise UsageError('give one question, in quotes: scrapy search "how do I ..."')
-        if opts.k < 1:
-            raise UsageError("-k must be 1 or more")
+        if opts.source is not None and not opts.source.strip():
+            raise UsageError("--source must name a source")
         assert self.settings is not None
         try:
             config = self.config()

@@ -185,7 +185,9 @@ class Command(ToolCommand):
 
 def probe_text(probe: ProbeResult) -> str:
     """What a probe found, for people."""
-    lines = [f"Probed {probe.url}: HTTP {probe.status}"]
+    local = probe.url.lower().startswith("file:")
+    lines = [f"Probed {probe.url}: " + ("folder" if local else f"HTTP {probe.status}")]
+    lines.extend(f"  found          {note}" for note in probe.notes)
     robots = probe.robots
     if robots:
         detail = robots["outcome"]
@@ -198,7 +200,9 @@ def probe_text(probe: ProbeResult) -> str:
     lines.append(f"  llms.txt       {probe.llms_txt or 'none'}"
                  + (f" ({probe.llms_links} links)" if probe.llms_txt else ""))
     lines.append(f"  llms-full.txt  {probe.llms_full_txt or 'none'}")
-    if probe.sitemaps:
+    if probe.sitemaps and local:
+        lines.append(f"  sitemaps       {', '.join(probe.sitemaps)}")
+    elif probe.sitemaps:
         lines.append(f"  sitemaps       {len(probe.sitemaps)} file(s), {probe.sitemap_urls} URLs "
                      f"({probe.sitemap_urls_in_prefix} under the source's folder): " + ", ".join(probe.sitemaps))
     else:

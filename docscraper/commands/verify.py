@@ -54,7 +54,7 @@ class Command(ToolCommand):
         parser.add_argument("--mirror", metavar="DIR", help="also check the source's Markdown mirror in DIR")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        if len(args) > 1 or any(a.startswith("-") for a in args):
+        if len(args) > 1 or any(a.startswith("-") or not a.strip() for a in args):
             return self.fail("usage: scrapy verify [NAME] [--repair] [--force] [--mirror DIR] [--json]", 2)
         from docscraper.ops.verify import VerifyError, verify  # (see commands/status.py)
         from docscraper.storage.errors import StateError

@@ -1,22 +1,25 @@
 """What docscraper's own ``scrapy`` commands (:mod:`docscraper.commands`) share: no crawler process (so no
 start-up log around the answer), warnings only in the log, the settings parsed once, ``--json``, and errors as
 one ``error:`` line on stderr with an exit status. It lives outside the commands package: Scrapy makes a command
-of every command class defined there."""
+of every command class defined there.
+
+Bad usage is one ``error: ...; usage: scrapy CMD SYNTAX`` line and exit status 2, whoever finds it: argparse
+(a value of the wrong type, an option without its value), a :class:`~scrapy.exceptions.UsageError`, or
+:func:`check_options` (an option the command does not take, named)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
 
 from docscraper.config import DocscraperConfig
 
-if TYPE_CHECKING:
-    import argparse
-
-__all__ = ["ToolCommand", "fail"]
+__all__ = ["ToolCommand", "check_options", "fail", "one_line_errors", "whole_number"]
 
 
 def fail(command: ScrapyCommand, message: str, code: int) -> None:
@@ -24,6 +27,46 @@ def fail(command: ScrapyCommand, message: str, code: int) -> None:
     this way)."""
     print(f"error: {message}", file=sys.stderr)
     command.exitcode = code
+
+
+def one_line_errors(parser: argparse.ArgumentParser) -> None:
+    """Make *parser* report bad usage as one ``error: MESSAGE; usage: ...`` line on stderr and exit status 2.
+
+    Scrapy's :func:`scrapy.cmdline.execute` sends argparse's own errors and every ``UsageError`` a command
+    raises to ``parser.error``, which prints the usage block and ``__main__.py: error: ...`` over several
+    lines; argparse documents ``error`` as the method to replace for another report."""
+
+    def error(message: str) -> NoReturn:
+        usage = " ".join((parser.usage or parser.prog).split())
+        print(f"error: {message}; usage: {usage}", file=sys.stderr)
+        parser.exit(2)
+
+    parser.error = error  # type: ignore[method-assign]
+
+
+def check_options(args: list[str]) -> None:
+    """``UsageError`` naming the options among *args* that the command does not take: Scrapy parses with
+    ``parse_known_args``, which leaves them among the positional arguments."""
+    unknown = [arg for arg in args if arg.startswith("-") and arg != "-"]
+    if unknown:
+        raise UsageError(f"unknown option{'s' if len(unknown) > 1 else ''} {' '.join(unknown)}")
+
+
+def whole_number(low: int, high: int | None = None) -> Any:
+    """An argparse ``type`` for an integer option from *low* to *high* (None: no upper bound); a value out of
+    range or not a number is an error that names the range."""
+    wanted = f"a whole number from {low} to {high}" if high is not None else f"a whole number, {low} or more"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {wanted}, got {value}")
+        return value
+
+    return parse
 
 
 class ToolCommand(ScrapyCommand):
@@ -38,8 +81,13 @@ class ToolCommand(ScrapyCommand):
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
+        one_line_errors(parser)
         if self.json_help:
             parser.add_argument("--json", action="store_true", help=self.json_help)
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        super().process_options(args, opts)
+        check_options(args)
 
     def config(self) -> DocscraperConfig:
         """The ``DOCSCRAPER_*`` settings, parsed (a ``ConfigError`` says what is wrong)."""

@@ -261,12 +261,27 @@ def _question(value: Any, number: int, where: str) -> Question:
     for answer in answers:
         if not isinstance(answer, str) or not answer.strip():
             raise QuestionFileError(f"{where}: every answer must be a non-empty string (a URL or a path)")
-        if "://" in answer:
-            try:
-                normalize_url(answer)
-            except ValueError as exc:
-                raise QuestionFileError(f"{where}: answer {answer!r} is not a URL: {exc}") from None
+        problem = _answer_problem(answer.strip())
+        if problem:
+            raise QuestionFileError(f"{where}: answer {answer!r} {problem}")
     return Question(text.strip(), tuple(a.strip() for a in answers), number)
+
+
+def _answer_problem(answer: str) -> str | None:
+    """What is wrong with *answer* as the scoring will read it (:func:`answer_key`), or None: checked when the
+    file is loaded, so that no question fails half-way through an evaluation."""
+    is_url = "://" in answer
+    try:
+        if is_url:
+            parts = urlsplit(answer)
+            if parts.scheme.lower() not in ("http", "https", "file"):
+                return "is not an http(s) or file URL"
+            if parts.scheme.lower() != "file" and not parts.hostname:
+                return "is a URL without a host"
+        answer_key(answer, "https://example.invalid/docs/")  # a path is read against some source's prefix
+    except ValueError as exc:
+        return f"is not a valid {'URL' if is_url else 'path'} ({exc})"
+    return None
 
 
 # -- matching ----------------------------------------------------------------------------------------
@@ -337,8 +352,10 @@ def evaluate_index(config: DocscraperConfig, questions: Sequence[Question], *, k
     # imported here: the scoring above serves benchmarks and tests without the index's libraries
     from docscraper.ops.sources import SourceError, list_sources
     from docscraper.storage.backends import open_vector_index
-    from docscraper.storage.search import Searcher
+    from docscraper.storage.search import MAX_K, Searcher
 
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise ValueError(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
     try:
         sources = list_sources(config)
     except SourceError as exc:

@@ -29,13 +29,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import logging
+import os
 import re
 import shutil
 import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -119,7 +120,8 @@ class ProbeResult:
     URL's folder); ``robots`` what robots.txt said (``url``,
     ``status``, ``outcome`` as RFC 9309 reads it: ``parsed``, ``unavailable`` or ``unreachable``, the
     ``disallow``/``allow`` rules of the group that applies to docscraper, ``sitemaps``, ``crawl_delay``,
-    ``seed_allowed``); ``problems`` what a crawl would trip over; ``llms_links`` the links in llms.txt.
+    ``seed_allowed``); ``problems`` what a crawl would trip over; ``llms_links`` the links in llms.txt;
+    ``notes`` what else was found (for a ``file://`` folder: how many files a crawl could index there).
     """
 
     url: str
@@ -132,6 +134,7 @@ class ProbeResult:
     problems: list[str]
     llms_links: int = 0
     sitemap_urls_in_prefix: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -412,13 +415,16 @@ def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
     llms-full.txt (at the URL's folder, then the host root, or *llms_txt*), and the sitemaps (robots.txt
     ``Sitemap:`` lines, ``sitemap.xml`` at the folder and the root; indexes followed). Redirects are
     followed only on the URL's host (and *llms_txt*'s). Never raises for what the site answers: an
-    unreachable URL has ``status`` None and says why in ``problems``."""
+    unreachable URL has ``status`` None and says why in ``problems``. A ``file://`` folder is looked at on
+    disk (:func:`_probe_folder`)."""
     url = _check_url(url)
     agent = user_agent or USER_AGENT
     hosts = {(urlsplit(url).hostname or "").lower()}
     if llms_txt:
         hosts.add((urlsplit(_check_url(llms_txt, "llms_txt")).hostname or "").lower())
     prober = _Prober(hosts, timeout, agent)
+    if urlsplit(url).scheme.lower() == "file":
+        return _probe_folder(url, llms_txt, prober)
     problems: list[str] = []
     seed = prober.fetch(url)
     if seed.status is None:
@@ -478,6 +484,69 @@ def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
     )
 
 
+# A local folder's files a crawl can index (docscraper.crawl.localfiles types them by extension), less the
+# discovery files; the index files it serves for the folder's own URL; how many entries a probe looks at.
+_LOCAL_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/plain"})
+_LOCAL_DISCOVERY = frozenset({"llms.txt", "llms-full.txt", "robots.txt"})
+_LOCAL_INDEX_FILES = ("index.html", "index.htm", "index.md")
+_MAX_FOLDER_ENTRIES = 200_000
+
+
+def _probe_folder(url: str, llms_txt: str | None, prober: _Prober) -> ProbeResult:
+    """The probe of a ``file://`` source: the folder itself, which urllib cannot fetch. It must exist, be a
+    readable folder, and hold files a crawl indexes (HTML, Markdown, text: ``status`` 200 and a note that
+    counts them); otherwise ``status`` None and the problem. ``llms.txt``, ``llms-full.txt`` and
+    ``sitemap.xml`` are looked for in the folder (*llms_txt* where given)."""
+    # imported here: the registry's other calls never need the crawl's download handler
+    from docscraper.crawl.localfiles import content_type_for, local_root
+
+    root = local_root(url)
+    if not os.path.lexists(root):
+        problem = f"the folder {root} does not exist"
+    elif not os.path.isdir(root):
+        problem = f"{root} is not a folder"
+    elif not os.access(root, os.R_OK | os.X_OK):
+        problem = f"the folder {root} is not readable"
+    else:
+        problem = None
+    if problem is not None:
+        return ProbeResult(url, None, None, None, [], 0, {}, [f"cannot read {url}: {problem}"])
+    pages = entries = 0
+    unreadable: list[str] = []
+    for _folder, dirs, files in os.walk(root, onerror=lambda exc: unreadable.append(str(exc.filename))):
+        entries += len(dirs) + len(files)
+        pages += sum(1 for name in files
+                     if name not in _LOCAL_DISCOVERY and content_type_for(name) in _LOCAL_PAGE_TYPES)
+        if entries >= _MAX_FOLDER_ENTRIES:
+            break
+    counted = f"{'at least ' if entries >= _MAX_FOLDER_ENTRIES else ''}{pages}"
+    if pages == 0:
+        what = "is empty" if entries == 0 else "holds no HTML, Markdown or text file"
+        return ProbeResult(url, None, None, None, [], 0, {}, [f"the folder {root} {what}: a crawl would index nothing"])
+
+    def found(name: str) -> str | None:
+        path = os.path.join(root, name)
+        return urljoin(url if url.endswith("/") else url + "/", name) if os.path.isfile(path) else None
+
+    problems = [f"cannot read the folder {where}: a crawl skips it" for where in unreadable]
+    llms = found("llms.txt")
+    if llms_txt:
+        llms = llms_txt if prober.fetch(llms_txt).ok else None
+        if llms is None:
+            problems.append(f"no llms.txt at {llms_txt}")
+    index = next((name for name in _LOCAL_INDEX_FILES if os.path.isfile(os.path.join(root, name))), None)
+    sitemap = found("sitemap.xml")
+    if index is None and llms is None and sitemap is None:
+        problems.append(f"no {', '.join(_LOCAL_INDEX_FILES)}, llms.txt or sitemap.xml in {root}: a crawl starts "
+                        "there and finds no file to read")
+    starts = " and ".join(filter(None, (index, "llms.txt" if llms else None, "sitemap.xml" if sitemap else None)))
+    notes = [f"folder {root}: {counted} HTML, Markdown or text file{'' if pages == 1 else 's'}"
+             + (f"; a crawl reads those that {starts} lead to" if starts else "")]
+    return ProbeResult(url=url, status=200, llms_txt=llms, llms_full_txt=found("llms-full.txt"),
+                       sitemaps=[sitemap] if sitemap else [], sitemap_urls=0, robots={}, problems=problems,
+                       notes=notes)
+
+
 # -- the registry ------------------------------------------------------------------------------------
 
 
@@ -499,7 +568,9 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
             _check_conflicts(store, name, normalized)
     result = probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent) if probe else None
     if result is not None and (result.status is None or not 200 <= result.status < 400):
-        raise SourceError(f"source {name!r} not added: {result.problems[0]}")
+        # a local folder that is missing, unreadable or empty is bad input, not a site that is down
+        error = SourceArgumentError if urlsplit(url).scheme.lower() == "file" else SourceError
+        raise error(f"source {name!r} not added: {result.problems[0]}")
     with _open_store(config, create=True) as store:
         assert store is not None
         implicit = _check_conflicts(store, name, normalized)

@@ -20,6 +20,7 @@ holds once (DESIGN's identity rule).
 from __future__ import annotations
 
 import logging
+import operator
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -34,13 +35,15 @@ from docscraper.storage.vectors import SearchHit, VectorIndex
 if TYPE_CHECKING:
     from docscraper.storage.state import StateStore
 
-__all__ = ["SearchResult", "Searcher", "check_model", "search"]
+__all__ = ["MAX_CANDIDATES", "MAX_K", "SearchResult", "Searcher", "check_model", "search"]
 
 logger = logging.getLogger(__name__)
 
 #: Reciprocal rank fusion's constant: a list's item at rank r adds weight / (RRF_K + r).
 RRF_K = 10
-#: The most chunks one question asks each ranking for, however few pages they fall on.
+#: The most results one question may ask for (``k``; ``scrapy search -k``, ``scrapy evaluate -k``).
+MAX_K = 1000
+#: The most chunks one question asks each ranking for, however few pages they fall on (at least ``MAX_K``).
 MAX_CANDIDATES = 2000
 
 
@@ -102,16 +105,18 @@ class Searcher:
                with_aliases: bool = False) -> list[SearchResult]:
         """The *k* best chunks for *question*; at most *per_page* per page (None: no limit). With
         *with_images*, each result lists its page's images; with *with_aliases*, its page's other URLs
-        (both read from the state database)."""
+        (both read from the state database). ``ValueError`` for an empty question, *k* not from 1 to
+        :data:`MAX_K` or *per_page* below 1."""
         if not question.strip():
             raise ValueError("the question is empty")
-        if k < 1:
-            raise ValueError("k must be 1 or more")
+        k = _whole(k, "k", 1, MAX_K)
+        if per_page is not None:
+            per_page = _whole(per_page, "per_page", 1, None)
         vector = self.embedder.embed([question])[0]
         weight = self.config.search_keyword_weight
         # Asking for more than k leaves room for the per-page limit; when a few pages hold all those
         # chunks, ask again for more, so that k pages come back whenever the index has them.
-        wanted = k if per_page is None else k * 8
+        wanted = k if per_page is None else min(k * 8, MAX_CANDIDATES)
         while True:
             hits = self.index.query(vector, wanted, source)
             exhausted = len(hits) < wanted
@@ -208,6 +213,18 @@ class Searcher:
         if self._own_store is not None:
             self._own_store.close()
             self._own_store = None
+
+
+def _whole(value: Any, name: str, low: int, high: int | None) -> int:
+    """*value* as an int from *low* to *high* (None: no bound); ``ValueError`` naming *name* otherwise."""
+    wanted = f"from {low} to {high}" if high is not None else f"{low} or more"
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be a whole number {wanted}, got {value!r}") from None
+    if isinstance(value, bool) or number < low or (high is not None and number > high):
+        raise ValueError(f"{name} must be a whole number {wanted}, got {value!r}")
+    return number
 
 
 def _results(hits: list[SearchHit], k: int, per_page: int | None) -> list[SearchResult]:
