@@ -12,18 +12,33 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help venv crawl demo test lint typecheck bench clean
+.PHONY: help venv crawl demo test lint typecheck bench lock clean
 
 help:
 	@echo "make crawl SOURCE=https://docs.example.com/ [ARGS='-a max_pages=100']  crawl a site"
 	@echo "make demo                                                              crawl the bundled example site, offline"
 	@echo "make test                                                              run the test suite (needs /usr/bin/chromium: apt-get install -y chromium)"
 	@echo "make lint typecheck bench clean"
+	@echo "make lock                                                              requirements*.txt from requirements*.in, with hashes"
 
+# requirements*.txt pin every package with its hashes, so pip installs in hash-checking mode: a file whose hash
+# is not in the lock is refused.
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-dev.txt
 	@touch $@
+
+# The hashed locks from the human-edited inputs, with pip-tools in a venv of its own (never $(VENV)). Pins
+# already in requirements*.txt are kept; LOCK_ARGS=--upgrade (or --upgrade-package NAME) moves them. The
+# index and find-links options come from pip's configuration and are not written into the locks.
+LOCK_VENV ?= build/pip-tools
+PIP_COMPILE := CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	--no-emit-index-url --no-emit-find-links $(LOCK_ARGS)
+lock:
+	@test -x $(LOCK_VENV)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_VENV) && \
+		$(LOCK_VENV)/bin/python -m pip install --quiet pip==26.3 pip-tools==7.6.2; }
+	$(PIP_COMPILE) --output-file=requirements.txt requirements.in
+	$(PIP_COMPILE) --output-file=requirements-dev.txt requirements-dev.in
 
 # Each make command also compiles the project's own modules to bytecode when they changed (a no-op
 # otherwise): every scrapy command imports them, and where PYTHONDONTWRITEBYTECODE is set Python would

