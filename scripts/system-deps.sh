@@ -3,6 +3,7 @@
 #   chromium       the rendering tests (tests/test_render.py) render pages in it
 #   postgresql     initdb/pg_ctl for the PostgreSQL state tests (tests/test_postgres.py)
 #   redis-server   the shared frontier tests (tests/test_distributed.py)
+#   faketime       libfaketime, which steps the wall clock of a crawl (tests/test_clock.py)
 # The tests that need them fail, never skip, when they are missing. Tries the package lists at hand first
 # and runs `apt-get update` only when that fails. Needs root or sudo; prints what to do otherwise.
 set -euo pipefail
@@ -13,6 +14,7 @@ if ! command -v initdb >/dev/null 2>&1 && ! compgen -G "/usr/lib/postgresql/*/bi
     missing+=(postgresql)
 fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+compgen -G "/usr/lib/*/faketime/libfaketime.so.1" >/dev/null || missing+=(faketime)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "system-deps: installing ${missing[*]} (Debian packages)"

@@ -61,6 +61,9 @@ EXTENSIONS = {
     "docscraper.crawl.webhook.RunWebhook": 20,
     # a loader's child crawl streams its documents back (docscraper.library.loader); off unless DOCSCRAPER_STREAM_FD
     "docscraper.crawl.stream.DocumentStream": 20,
+    # Twisted's timers (new connections, DOWNLOAD_TIMEOUT) on the monotonic clock: a step of the wall clock
+    # neither stalls the crawl nor times out its downloads
+    "docscraper.crawl.clock.MonotonicReactorClock": -100,
     # A 304 lowers the delay as a 200 does, so an unchanged recrawl is not slower than a cold one.
     "scrapy.extensions.throttle.AutoThrottle": None,
     "docscraper.crawl.throttle.ConditionalAutoThrottle": 0,
