@@ -20,10 +20,12 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from scrapy.settings import BaseSettings
 
 from docscraper._version import USER_AGENT, __version__
+from docscraper.secrets import check_no_credentials
 
 __all__ = [
     "MEMORY_LEDGER",
     "RENDER_MODES",
+    "SETTINGS_ENV",
     "ConfigError",
     "CrawlArgs",
     "DocscraperConfig",
@@ -40,6 +42,11 @@ logger = logging.getLogger(__name__)
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
+
+#: The environment variable that carries settings (a JSON object of names to values) to a docscraper command,
+#: applied at command-line priority as ``-s`` options would be: how a server hands its settings to the crawls it
+#: starts, and how an operator gives secret ones, which stay off the command line that every local user can read.
+SETTINGS_ENV = "DOCSCRAPER_SETTINGS"
 
 #: The default run ledger: one process (:mod:`docscraper.crawl.ledger`).
 MEMORY_LEDGER = "docscraper.crawl.ledger.MemoryLedger"
@@ -94,6 +101,17 @@ def _entries(value: Any) -> tuple[str, ...]:
         return ()
     items = value if isinstance(value, (list, tuple, set, frozenset)) else re.split(r"[,\s]+", str(value))
     return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+def _folders(name: str, value: Any) -> tuple[Path, ...]:
+    """Absolute folders (a list, or a comma-separated string), resolved; a relative one is an error."""
+    folders = []
+    for entry in _entries(value):
+        path = Path(entry).expanduser()
+        if not path.is_absolute():
+            raise ConfigError(f"{name}: give absolute folders, got {entry!r}")
+        folders.append(path.resolve())
+    return tuple(folders)
 
 
 def _dotted(name: str, value: Any) -> str:
@@ -328,6 +346,16 @@ class DocscraperConfig:
     claims), ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on), ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` (names, IPs and CIDR
     networks the guard lets through; :mod:`docscraper.crawl.ssrf` validates them).
 
+    Liveness (:mod:`docscraper.storage.runs`): ``DOCSCRAPER_HEARTBEAT_TIMEOUT`` (60 s: a run on another machine
+    whose heartbeat is older is dead; a run on this machine is dead only when its process is gone).
+
+    Servers (``scrapy mcp``; :mod:`docscraper.ops.mcp_server`): ``DOCSCRAPER_SERVER_ALLOWED_FOLDERS`` (absolute
+    folders a client may register or read as ``file://`` sources; none by default),
+    ``DOCSCRAPER_SERVER_ALLOWED_HOSTS`` (Host header names accepted besides the bound address),
+    ``DOCSCRAPER_SERVER_MAX_CRAWLS`` (2 crawls running at once started by a server; 0: no cap),
+    ``DOCSCRAPER_SERVER_RATE_LIMIT`` (120 requests a minute per client over HTTP; 0: no limit). The token a
+    server bound off loopback requires comes from the environment (``DOCSCRAPER_SERVER_TOKEN``), never a setting.
+
     Background crawls (:mod:`docscraper.ops.launch`, the MCP server's ``recrawl_source``):
     ``DOCSCRAPER_SCRAPYD_URL`` (unset: a detached ``scrapy crawl`` process on this machine; set: scheduled
     on that Scrapyd), ``DOCSCRAPER_SCRAPYD_PROJECT`` (``docscraper``: the project deployed there).
@@ -392,6 +420,11 @@ class DocscraperConfig:
     webhook_retries: int = 3
     webhook_backoff: float = 1.0
     webhook_timeout: float = 10.0
+    server_allowed_folders: tuple[Path, ...] = ()
+    server_allowed_hosts: tuple[str, ...] = ()
+    server_max_crawls: int = 2
+    server_rate_limit: int = 120
+    heartbeat_timeout: float = 60.0
 
     @property
     def runs_dir(self) -> Path:
@@ -521,6 +554,19 @@ class DocscraperConfig:
             webhook_timeout=_interval(
                 "DOCSCRAPER_WEBHOOK_TIMEOUT", settings.get("DOCSCRAPER_WEBHOOK_TIMEOUT", 10.0)
             ),
+            server_allowed_folders=_folders(
+                "DOCSCRAPER_SERVER_ALLOWED_FOLDERS", settings.get("DOCSCRAPER_SERVER_ALLOWED_FOLDERS")
+            ),
+            server_allowed_hosts=_entries(settings.get("DOCSCRAPER_SERVER_ALLOWED_HOSTS")),
+            server_max_crawls=_positive_int(
+                "DOCSCRAPER_SERVER_MAX_CRAWLS", settings.get("DOCSCRAPER_SERVER_MAX_CRAWLS", 2), allow_zero=True
+            ),
+            server_rate_limit=_positive_int(
+                "DOCSCRAPER_SERVER_RATE_LIMIT", settings.get("DOCSCRAPER_SERVER_RATE_LIMIT", 120), allow_zero=True
+            ),
+            heartbeat_timeout=_interval(
+                "DOCSCRAPER_HEARTBEAT_TIMEOUT", settings.get("DOCSCRAPER_HEARTBEAT_TIMEOUT", 60.0)
+            ),
         )
 
     def user_agent(self, settings: BaseSettings) -> str:
@@ -581,6 +627,13 @@ def _run_id(value: Any) -> str | None:
     if not _RUN_ID.match(text):
         raise ConfigError(f"run must be letters, digits, ., _ or - (at most 64), got {value!r}")
     return text
+
+def _no_credentials(url: str, what: str) -> None:
+    try:
+        check_no_credentials(url, what)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
 
 _KNOWN_ARGS = {
     "source", "allow", "block", "max_depth", "max_pages", "llms_txt", "full", "save_dir", "render", "run",
@@ -648,6 +701,7 @@ class CrawlArgs:
         if not source:
             raise ConfigError("missing source: run scrapy crawl docs -a source=https://docs.example.com/")
         if "://" in source:
+            _no_credentials(source, "source")
             parts = urlsplit(source)
             try:
                 parts.port  # noqa: B018 - validates the port
@@ -667,6 +721,7 @@ class CrawlArgs:
         llms_txt = kwargs.get("llms_txt")
         if llms_txt is not None:
             llms_txt = str(llms_txt).strip()
+            _no_credentials(llms_txt, "llms_txt")
             if urlsplit(llms_txt).scheme.lower() not in ("http", "https", "file"):
                 raise ConfigError(f"llms_txt must be an http(s) or file URL, got {llms_txt!r}")
         render = render_mode("render", kwargs.get("render"))

@@ -52,6 +52,8 @@ AUTOTHROTTLE_START_DELAY = 0.25
 AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
 EXTENSIONS = {
+    # secret settings' values and credentials in URLs replaced by *** in every log record (DESIGN rule 9)
+    "docscraper.crawl.redaction.LogRedaction": -100,
     # the run's ledger, state store, vector index, embedder and threads, opened and closed with the spider
     "docscraper.crawl.resources.CrawlResources": 0,
     # the run's row, live progress, and at close the removal decisions and the stats report

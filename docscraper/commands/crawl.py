@@ -15,7 +15,8 @@ from scrapy.exceptions import UsageError
 from scrapy.spiderloader import get_spider_loader
 
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
-from docscraper.ops.cli import check_options, fail, one_line_errors
+from docscraper.ops.cli import check_options, fail, one_line_errors, settings_from_environment
+from docscraper.secrets import redact_logs
 
 if TYPE_CHECKING:
     import argparse
@@ -30,6 +31,9 @@ class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         self.check_arguments(args)
+        # settings in the environment (a background crawl's, a loader's child's): not on the command line
+        assert self.settings is not None
+        settings_from_environment(self.settings)
 
     def check_arguments(self, args: list[str]) -> None:
         """``UsageError`` for an unknown option, or not one spider: said before the crawler process starts
@@ -53,6 +57,7 @@ class Command(ScrapyCrawlCommand):
         from docscraper.crawl.resources import CrawlResources
 
         assert self.settings is not None
+        redact_logs(self.settings)  # the error lines below; the crawl's log is LogRedaction's
         try:
             crawl_args = CrawlArgs.parse(opts.spargs)
             config = DocscraperConfig.from_settings(self.settings)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 
 class Command(ToolCommand):
+    redact_output = False  # the documentation's own text
     json_help = "print one JSON object (docscraper/schema/evaluation.schema.json)"
 
     def syntax(self) -> str:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 
 class Command(ToolCommand):
+    redact_output = False  # the documentation's own text
     json_help = "print a JSON list"
 
 

@@ -18,6 +18,7 @@ Settings: ``DOCSCRAPER_WEBHOOK_URL`` (unset: ``NotConfigured``), ``DOCSCRAPER_WE
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
@@ -25,6 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from docscraper.crawl.changefeed import changes_path
 from docscraper.crawl.signals import run_finished
@@ -72,9 +74,16 @@ def deliver(url: str, body: dict[str, Any], *, user_agent: str, retries: int, ba
     """POST *body* as JSON to *url*, trying again after failures that may pass; True once a 2xx came back."""
     data = json.dumps(body).encode("utf-8")
     delay = backoff
+    headers = {"Content-Type": "application/json", "User-Agent": user_agent}
+    parts = urlsplit(url)
+    if parts.username is not None:  # urllib does not send a URL's credentials: HTTP basic auth does
+        token = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        url = urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, parts.query, parts.fragment))
+    # a webhook's path is often its secret (Slack, Discord...): messages name its server only
+    shown = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}/{'…' if parts.path.strip('/') or parts.query else ''}"
     for attempt in range(retries + 1):
-        request = urllib.request.Request(url, data=data, method="POST", headers={
-            "Content-Type": "application/json", "User-Agent": user_agent})
+        request = urllib.request.Request(url, data=data, method="POST", headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 status = response.status
@@ -87,14 +96,14 @@ def deliver(url: str, body: dict[str, Any], *, user_agent: str, retries: int, ba
         else:
             problem = f"HTTP {status}"
         if status is not None and 200 <= status < 300:
-            logger.info("Webhook: run %s posted to %s (HTTP %d)", body.get("runId"), url, status)
+            logger.info("Webhook: run %s posted to %s (HTTP %d)", body.get("runId"), shown, status)
             return True
         retryable = status is None or status >= 500 or status in _RETRY_STATUSES
         if not retryable or attempt == retries:
-            logger.error("Webhook: run %s not delivered to %s after %d tries: %s", body.get("runId"), url,
+            logger.error("Webhook: run %s not delivered to %s after %d tries: %s", body.get("runId"), shown,
                          attempt + 1, problem)
             return False
-        logger.warning("Webhook: %s from %s; trying again in %.1f s", problem, url, delay)
+        logger.warning("Webhook: %s from %s; trying again in %.1f s", problem, shown, delay)
         time.sleep(delay)
         delay *= 2
     return False

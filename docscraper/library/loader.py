@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TextIO
 
+from docscraper.config import SETTINGS_ENV
 from docscraper.library.config import CrawlerConfig
 
 __all__ = ["CombinedLoader", "CrawlError", "Document", "RemovedPage", "WebCrawlerLoader", "search_config"]
@@ -185,9 +186,17 @@ class WebCrawlerLoader(_Loader):
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
 
-    def command(self, seed: str, scratch: str | None = None) -> list[str]:
-        """The child's command line for *seed* (without the stream's file descriptor)."""
+    def command(self, seed: str) -> list[str]:
+        """The child's command line for *seed*: its spider arguments. Its settings travel in its environment
+        (:meth:`crawl_settings`): a command line is visible to every local user, and settings hold secrets."""
         args = {"source": seed, **self.config.spider_args()}
+        command = [sys.executable, "-m", "scrapy", "crawl", "docs"]
+        for name, value in args.items():
+            command += ["-a", f"{name}={value}"]
+        return command
+
+    def crawl_settings(self, scratch: str | None = None) -> dict[str, str]:
+        """The child's settings, applied as ``-s`` options would be (``DOCSCRAPER_SETTINGS``)."""
         settings = self.config.settings()
         if scratch is not None:
             # non-incremental: a state of its own, no index (no model), reports in data_dir or the scratch
@@ -195,19 +204,15 @@ class WebCrawlerLoader(_Loader):
             settings["DOCSCRAPER_INDEX_ENABLED"] = "0"
             settings.setdefault("DOCSCRAPER_DATA_DIR", scratch)
         settings.update(self.settings)
-        command = [sys.executable, "-m", "scrapy", "crawl", "docs"]
-        for name, value in args.items():
-            command += ["-a", f"{name}={value}"]
-        for name, value in settings.items():
-            command += ["-s", f"{name}={value}"]
-        return command
+        return settings
 
     def _crawl(self, seed: str, scratch: str | None) -> Iterator[Document | RemovedPage]:
         self.last_report = None
         read_fd, write_fd = os.pipe()
         env = dict(os.environ)
         env.setdefault("SCRAPY_SETTINGS_MODULE", "settings")
-        command = [*self.command(seed, scratch), "-s", f"DOCSCRAPER_STREAM_FD={write_fd}"]
+        env[SETTINGS_ENV] = json.dumps({**self.crawl_settings(scratch), "DOCSCRAPER_STREAM_FD": str(write_fd)})
+        command = self.command(seed)
         with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace", prefix="docscraper-crawl-",
                                     suffix=".log") as log:
             try:

@@ -11,21 +11,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any, ClassVar, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn
 
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from docscraper.config import DocscraperConfig
+from docscraper.config import SETTINGS_ENV, DocscraperConfig
+from docscraper.secrets import redact_data, redact_logs, redact_text
 
-__all__ = ["ToolCommand", "check_options", "fail", "one_line_errors", "whole_number"]
+if TYPE_CHECKING:
+    from scrapy.settings import Settings
+
+__all__ = ["ToolCommand", "check_options", "fail", "one_line_errors", "settings_from_environment", "whole_number"]
+
+
+def settings_from_environment(settings: Settings) -> None:
+    """Apply the settings of ``$DOCSCRAPER_SETTINGS`` (a JSON object) at command-line priority, and take the
+    variable out of this process's environment (:data:`docscraper.config.SETTINGS_ENV`)."""
+    carried = os.environ.pop(SETTINGS_ENV, None)
+    if not carried:
+        return
+    try:
+        values = json.loads(carried)
+        if not isinstance(values, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        raise UsageError(f"{SETTINGS_ENV} must be a JSON object of settings: {exc}", print_help=False) from None
+    settings.setdict({str(k): v for k, v in values.items()}, priority="cmdline")
 
 
 def fail(command: ScrapyCommand, message: str, code: int) -> None:
     """One ``error:`` line on stderr, and the command's exit status (every docscraper command says errors
     this way)."""
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {redact_text(message)}", file=sys.stderr)
     command.exitcode = code
 
 
@@ -38,7 +58,7 @@ def one_line_errors(parser: argparse.ArgumentParser) -> None:
 
     def error(message: str) -> NoReturn:
         usage = " ".join((parser.usage or parser.prog).split())
-        print(f"error: {message}; usage: {usage}", file=sys.stderr)
+        print(f"error: {redact_text(message)}; usage: {usage}", file=sys.stderr)
         parser.exit(2)
 
     parser.error = error  # type: ignore[method-assign]
@@ -88,16 +108,22 @@ class ToolCommand(ScrapyCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         super().process_options(args, opts)
         check_options(args)
+        assert self.settings is not None
+        settings_from_environment(self.settings)
 
     def config(self) -> DocscraperConfig:
         """The ``DOCSCRAPER_*`` settings, parsed (a ``ConfigError`` says what is wrong)."""
         assert self.settings is not None
+        redact_logs(self.settings)  # its error lines and log records never carry a secret setting's value
         return DocscraperConfig.from_settings(self.settings)
 
     def fail(self, message: str, code: int) -> None:
         """One ``error:`` line on stderr, and the command's exit status."""
         fail(self, message, code)
 
-    @staticmethod
-    def print_json(data: Any) -> None:
-        print(json.dumps(data, indent=2, ensure_ascii=False))
+    #: whether ``--json`` output is cleaned of secrets (:func:`docscraper.secrets.redact_data`: secret settings'
+    #: values, credentials in URLs); off for commands that print the documentation's own text (search)
+    redact_output: ClassVar[bool] = True
+
+    def print_json(self, data: Any) -> None:
+        print(json.dumps(redact_data(data) if self.redact_output else data, indent=2, ensure_ascii=False))

@@ -10,13 +10,15 @@ Then, one of two ways:
 allow=...] ...`` started from the project root (the folder of the nearest ``scrapy.cfg``, else the
 current one), in a session of its own so that it outlives the caller and is not killed with its process
 group; stdin from ``/dev/null``, stdout and stderr to ``DATA_DIR/logs/<source>/<UTC timestamp>.log``.
-It inherits the environment (``DOCSCRAPER_*``, ``SCRAPY_SETTINGS_MODULE``); *settings* become ``-s``
-options. Returns ``{"started": true, "how": "process", "source", "pid", "log", "command"}``.
+It inherits the environment (``DOCSCRAPER_*``, ``SCRAPY_SETTINGS_MODULE``); *settings* travel in the
+environment too (``DOCSCRAPER_SETTINGS``, JSON; the command line is visible to every local user), and
+apply as ``-s`` options would. Returns ``{"started": true, "how": "process", "source", "pid", "log"}``.
 
 ``scrapyd``, when ``DOCSCRAPER_SCRAPYD_URL`` is set: a POST to its ``schedule.json`` with ``project``
 (``DOCSCRAPER_SCRAPYD_PROJECT``), ``spider=docs``, ``source`` and the arguments, *settings* as
-``setting=NAME=VALUE``; credentials in the URL (``http://user:pass@host:6800/``) go in an
-``Authorization`` header. Returns ``{"started": true, "how": "scrapyd", "source", "jobid", "scrapyd",
+``setting=NAME=VALUE`` but the secret ones (:func:`docscraper.secrets.is_secret_name`: Scrapyd shows a job's
+settings; a node takes those from its environment); credentials in the URL (``http://user:pass@host:6800/``)
+go in an ``Authorization`` header. Returns ``{"started": true, "how": "scrapyd", "source", "jobid",
 "project"}``. A job Scrapyd has queued but not started is not seen by the running check.
 
 Overrides (``allow``, ``block``, ``max_depth``, ``max_pages``, ``llms_txt``, ``render``) apply to that run
@@ -41,11 +43,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
-from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig, user_agent
+from docscraper.config import SETTINGS_ENV, ConfigError, CrawlArgs, DocscraperConfig, user_agent
 from docscraper.ops.sources import SourceArgumentError, SourceError, get_source_info
 from docscraper.ops.status import crawl_status
+from docscraper.secrets import is_secret_name
+from docscraper.storage.backends import open_state_store
+from docscraper.storage.runs import lock_alive
+from docscraper.storage.state import utcnow
 
-__all__ = ["OVERRIDES", "crawl_arguments", "project_root", "start_crawl"]
+__all__ = ["OVERRIDES", "SETTINGS_ENV", "crawl_arguments", "project_root", "start_crawl"]
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +101,8 @@ def crawl_arguments(name: str, *, full: bool = False, overrides: Mapping[str, An
 
 
 def _running(config: DocscraperConfig, name: str) -> str | None:
-    """How a crawl of *name* is running, if one is."""
+    """How a crawl of *name* is running, if one is: what ``scrapy status`` says, the source's lock
+    (:mod:`docscraper.storage.runs`), or a process this one started that has not opened its run yet."""
     try:
         statuses = crawl_status(config, name)
     except LookupError as exc:
@@ -103,16 +110,33 @@ def _running(config: DocscraperConfig, name: str) -> str | None:
     for status in statuses:
         if status.state == "running":
             return f"run {status.run_id}, pid {status.pid} on {status.host}"
+    store = open_state_store(config)
+    try:
+        source = store.get_source(name)
+        lock = store.get_lock(source.id) if source is not None else None
+    finally:
+        store.close()
+    if lock is not None and lock_alive(lock, now=utcnow(), timeout=config.heartbeat_timeout):
+        return f"{lock.describe()} holds the source"
     process = _started.get(name)
     if process is not None and process.poll() is None:
         return f"pid {process.pid}, started from here and not yet recorded"
     return None
 
 
+def _running_count(config: DocscraperConfig) -> int:
+    """Crawls running now: those ``scrapy status`` sees, and those started from here not yet recorded."""
+    statuses = [status for status in crawl_status(config) if status.state == "running"]
+    recorded = {status.pid for status in statuses}
+    return len(statuses) + sum(1 for process in _started.values()
+                               if process.poll() is None and process.pid not in recorded)
+
+
 def start_crawl(config: DocscraperConfig, name: str, *, full: bool = False,
                 overrides: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None,
-                root: Path | None = None, timeout: float = 30.0) -> dict[str, Any]:
-    """Start a crawl of source *name* in the background (module docstring) and say how it was started."""
+                root: Path | None = None, timeout: float = 30.0, max_running: int | None = None) -> dict[str, Any]:
+    """Start a crawl of source *name* in the background (module docstring) and say how it was started.
+    *max_running*: refuse while that many crawls (of any source) run already."""
     get_source_info(config, name)  # unknown source, or a bad name: SourceError
     spargs = crawl_arguments(name, full=full, overrides=overrides)
     crawl_settings = {str(k): str(v) for k, v in (settings or {}).items()}
@@ -121,6 +145,9 @@ def start_crawl(config: DocscraperConfig, name: str, *, full: bool = False,
         if running:
             raise SourceError(f"a crawl of source {name!r} is running ({running}); wait for it to finish "
                               "(crawl_status, or scrapy status)")
+        if max_running is not None and (count := _running_count(config)) >= max_running:
+            raise SourceError(f"{count} crawl(s) are running, the most this server starts at once "
+                              f"(DOCSCRAPER_SERVER_MAX_CRAWLS={max_running}); try again when one has finished")
         if config.scrapyd_url:
             return _schedule(config, name, spargs, crawl_settings, timeout)
         return _spawn(config, name, spargs, crawl_settings, root or project_root())
@@ -142,14 +169,17 @@ def _spawn(config: DocscraperConfig, name: str, spargs: dict[str, str], settings
     command = [sys.executable, "-m", "scrapy", "crawl", "docs"]
     for key, value in spargs.items():
         command += ["-a", f"{key}={value}"]
-    for key, value in settings.items():
-        command += ["-s", f"{key}={value}"]
+    # Settings travel in the environment, never on the command line, which any local user can read (ps).
+    env = dict(os.environ)
+    env.pop(SETTINGS_ENV, None)
+    if settings:
+        env[SETTINGS_ENV] = json.dumps(settings)
     try:
         log = _log_path(config, name)
         with log.open("xb") as out:
             process = subprocess.Popen(
                 command, cwd=root, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, env=dict(os.environ),
+                start_new_session=True, env=env,
             )
     except OSError as exc:
         raise SourceError(f"cannot start a crawl of {name!r}: {exc.__class__.__name__}: {exc}") from exc
@@ -157,8 +187,7 @@ def _spawn(config: DocscraperConfig, name: str, spargs: dict[str, str], settings
     # Reap it when it ends, so that it leaves no zombie behind while this process lives on.
     threading.Thread(target=process.wait, name=f"docscraper-crawl-{process.pid}", daemon=True).start()
     logger.info("Started a crawl of %s: pid %d, log %s", name, process.pid, log)
-    return {"started": True, "how": "process", "source": name, "pid": process.pid, "log": str(log),
-            "command": command}
+    return {"started": True, "how": "process", "source": name, "pid": process.pid, "log": str(log)}
 
 
 def _schedule(config: DocscraperConfig, name: str, spargs: dict[str, str], settings: dict[str, str],
@@ -173,8 +202,14 @@ def _schedule(config: DocscraperConfig, name: str, spargs: dict[str, str], setti
     host = parts.netloc.rpartition("@")[2]
     path = parts.path if parts.path.endswith("/") else parts.path + "/"
     endpoint = urlunsplit((parts.scheme, host, path + "schedule.json", "", ""))
+    # A job's settings are stored and shown by Scrapyd (listjobs, its logs, the runner's command line):
+    # secrets stay behind; a node takes them from its own environment.
+    kept = {key: value for key, value in settings.items() if not is_secret_name(key)}
+    for key in sorted(set(settings) - set(kept)):
+        logger.warning("Not sending secret setting %s to Scrapyd (a job's settings are visible there); set it in "
+                       "the node's environment", key)
     fields = [("project", config.scrapyd_project), ("spider", "docs"), *spargs.items(),
-              *(("setting", f"{key}={value}") for key, value in settings.items())]
+              *(("setting", f"{key}={value}") for key, value in kept.items())]
     request = urllib.request.Request(endpoint, data=urlencode(fields).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -196,5 +231,5 @@ def _schedule(config: DocscraperConfig, name: str, spargs: dict[str, str], setti
         message = answer.get("message") if isinstance(answer, dict) else None
         raise SourceError(f"Scrapyd at {endpoint} refused the crawl of {name!r}: {message or repr(answer)}")
     logger.info("Scheduled a crawl of %s on Scrapyd %s: job %s", name, endpoint, answer["jobid"])
-    return {"started": True, "how": "scrapyd", "source": name, "jobid": str(answer["jobid"]), "scrapyd": endpoint,
+    return {"started": True, "how": "scrapyd", "source": name, "jobid": str(answer["jobid"]),
             "project": config.scrapyd_project}
