@@ -25,6 +25,7 @@ from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.crawl.ledger import RECENT_OUTCOMES, MemoryLedger, summarize
 from docscraper.crawl.progress import RateMeter, build_progress, format_duration, format_progress_line
 from docscraper.ops.status import RunStatus, crawl_status, describe, pid_alive, run_state
+from docscraper.storage.runs import process_start, this_process
 from docscraper.storage.state import RunRecord, SqlStateStore, utcnow
 from tests.conftest import ROOT, Crawl
 from tests.mockserver import DocsServer
@@ -45,10 +46,11 @@ def dead_pid() -> int:
 
 def add_run(store: SqlStateStore, source: str, run_id: str, *, age: float, heartbeat_age: float | None = None,
             host: str | None = HOST, pid: int | None = None, finished: bool = False,
-            progress: dict[str, Any] | None = None) -> None:
+            progress: dict[str, Any] | None = None, process_start: str | None = None) -> None:
     src = store.ensure_source(source, f"https://{source}.example/", {})
     started = utcnow() - timedelta(seconds=age)
-    store.start_run(RunRecord(run_id, src.id, started, None, None, None), host=host, pid=pid)
+    store.start_run(RunRecord(run_id, src.id, started, None, None, None), host=host, pid=pid,
+                    process_start=process_start)
     if heartbeat_age is not None or progress is not None:
         at = utcnow() - timedelta(seconds=heartbeat_age if heartbeat_age is not None else 0)
         store.heartbeat(run_id, at, progress)
@@ -171,20 +173,36 @@ def test_pid_alive() -> None:
     assert not pid_alive(0)
 
 
-def test_run_state_from_heartbeat_host_and_pid(tmp_path: Path) -> None:
+def test_process_start_identifies_a_process() -> None:
+    mine = process_start(os.getpid())
+    assert mine is not None and mine == process_start(os.getpid())
+    assert this_process() == (HOST, os.getpid(), mine)
+    assert process_start(dead_pid()) is None
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert process_start(child.pid) not in (None, mine)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_run_state_from_the_process_on_this_host_and_the_heartbeat_elsewhere(tmp_path: Path) -> None:
+    """On this machine a run dies with its process, however old its heartbeat (a blocked reactor writes
+    none); a reused pid is not its process; elsewhere only the heartbeat can tell."""
     store = SqlStateStore(f"sqlite:///{tmp_path / 'state.db'}")
-    add_run(store, "fresh", "r-fresh", age=600, heartbeat_age=1, pid=os.getpid())
-    add_run(store, "stale", "r-stale", age=600, heartbeat_age=45, pid=os.getpid())
+    me = process_start(os.getpid())
+    add_run(store, "fresh", "r-fresh", age=600, heartbeat_age=1, pid=os.getpid(), process_start=me)
+    add_run(store, "blocked", "r-blocked", age=600, heartbeat_age=3600, pid=os.getpid(), process_start=me)
+    add_run(store, "legacy", "r-legacy", age=600, heartbeat_age=3600, pid=os.getpid())
     add_run(store, "gone", "r-gone", age=600, heartbeat_age=1, pid=dead_pid())
+    add_run(store, "reused", "r-reused", age=600, heartbeat_age=1, pid=os.getpid(), process_start="other-boot:1")
     add_run(store, "elsewhere", "r-elsewhere", age=600, heartbeat_age=1, host="other-host", pid=dead_pid())
-    # a run that writes every 20 s is dead after 60 s without a heartbeat, not 30
-    add_run(store, "slowbeat", "r-slowbeat", age=600, heartbeat_age=45, pid=os.getpid(),
-            progress={"interval_s": 20})
+    add_run(store, "silent", "r-silent", age=600, heartbeat_age=61, host="other-host", pid=os.getpid())
     add_run(store, "done", "r-done", age=600, finished=True)
-    states = {s.run.run_id: run_state(s, now=utcnow(), interval=5, host=HOST) for s in store.run_states()}
+    states = {s.run.run_id: run_state(s, now=utcnow(), timeout=60, host=HOST) for s in store.run_states()}
     store.close()
-    assert states == {"r-fresh": "running", "r-stale": "died", "r-gone": "died", "r-elsewhere": "running",
-                      "r-slowbeat": "running", "r-done": "finished"}
+    assert states == {"r-fresh": "running", "r-blocked": "running", "r-legacy": "running", "r-gone": "died",
+                      "r-reused": "died", "r-elsewhere": "running", "r-silent": "died", "r-done": "finished"}
 
 
 def test_run_states_lists_unfinished_runs_and_the_last_finished_per_source(tmp_path: Path) -> None:

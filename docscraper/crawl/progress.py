@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import shutil
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from scrapy.utils.asyncio import create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from docscraper.crawl.signals import run_opened
+from docscraper.storage.runs import take_lock, this_process
 from docscraper.storage.state import iso_utc, utcnow
 
 if TYPE_CHECKING:
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from docscraper.crawl.ledger import RunLedger
     from docscraper.crawl.resources import CrawlResources
 
-__all__ = ["RECENT_WINDOW", "ProgressLine", "ProgressRecorder", "RateMeter", "build_progress",
+__all__ = ["RECENT_WINDOW", "Heartbeat", "ProgressLine", "ProgressRecorder", "RateMeter", "build_progress",
            "format_duration", "format_progress_line", "queued_requests"]
 
 logger = logging.getLogger(__name__)
@@ -184,19 +186,74 @@ def format_progress_line(progress: Mapping[str, Any], width: int | None = None) 
     return line
 
 
+class Heartbeat:
+    """A thread that marks the run alive every *interval* seconds (on the monotonic clock), whatever the
+    reactor is doing: its run row's ``heartbeat_at`` and its source's lock (DESIGN rule 10). What another
+    machine judges a run by (:mod:`docscraper.storage.runs`); on this one, the process itself is asked. A
+    shared run's worker that finds the lock gone (another worker released it on leaving) takes it again."""
+
+    def __init__(self, resources: CrawlResources, interval: float) -> None:
+        self.resources = resources
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._warned = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="docscraper-heartbeat", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, self.interval))
+            self._thread = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.beat()
+
+    def beat(self) -> None:
+        """Mark the run and its lock alive once (called by the thread; callable from a test)."""
+        resources = self.resources
+        store, target, holder = resources.store, resources.target, resources.lock_holder
+        if store is None:
+            return
+        try:
+            now = utcnow()
+            store.heartbeat(resources.run_id, now)
+            if target is not None and holder is not None:
+                shared = resources.ledger.shared
+                if shared:  # who refreshed a shared lock last is who a checker asks about
+                    host, pid, start = this_process()
+                    held = store.refresh_lock(target.source.id, holder, now, host=host, pid=pid, process_start=start)
+                else:
+                    held = store.refresh_lock(target.source.id, holder, now)
+                if not held and shared:
+                    take_lock(store, target.source.id, holder, purpose="crawl",
+                              timeout=resources.config.heartbeat_timeout, shared=True)
+        except Exception as exc:
+            if not self._warned:
+                self._warned = True
+                logger.warning("Cannot write the crawl's heartbeat to the state database: %s", exc)
+
+
 class ProgressRecorder:
     """Writes the run's progress and heartbeat to the state database every *interval* seconds.
 
     Started by :class:`~docscraper.crawl.reporter.RunReporter` once the run's row exists, closed (one last
     write) before the run is finished. Writes go through the state thread
     (:meth:`~docscraper.crawl.resources.CrawlResources.db`), so SQL never runs on the reactor thread; a write
-    that fails is logged and counted (``docscraper/progress/write_errors``), and the crawl goes on.
+    that fails is logged and counted (``docscraper/progress/write_errors``), and the crawl goes on. The
+    heartbeat alone is also written by a thread of its own (:class:`Heartbeat`), so a blocked reactor does
+    not make the run look dead from another machine.
     """
 
     def __init__(self, resources: CrawlResources, interval: float) -> None:
         self.resources = resources
         self.interval = interval
         self.meter = RateMeter()
+        self.heartbeat = Heartbeat(resources, interval)
         self._loop: AsyncioLoopingCall | LoopingCall | None = None
         self._writing = False
         self._warned = False
@@ -204,11 +261,13 @@ class ProgressRecorder:
     def start(self) -> None:
         self._loop = create_looping_call(self._tick)
         self._loop.start(self.interval, now=True)
+        self.heartbeat.start()
 
     def stop(self) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         self._loop = None
+        self.heartbeat.stop()
 
     async def close(self) -> None:
         """Stop the periodic writes and write the final progress."""

@@ -16,13 +16,13 @@ the parts they need. Blocking calls (SQL, Chroma, the model, files) go through :
 one single-thread pool per resource, so the reactor thread never waits and each resource has one user at a
 time; parsing fetched pages, which is CPU work, goes to :attr:`CrawlResources.parsers`, worker processes
 (:mod:`docscraper.crawl.workers`). A resource that cannot open closes the crawl at once with a clear reason (``state_unavailable``,
-``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``open_failed``).
+``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``open_failed``), and so does a source another
+process holds (``source_busy``: its lock, :meth:`CrawlResources._take_source`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 import socket
 from collections.abc import Callable
@@ -47,7 +47,7 @@ from docscraper.storage.consistency import Verification, claim_index, reconcile
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.model_identity import ModelIdentity, ModelMismatch, model_identity
-from docscraper.storage.runs import run_state
+from docscraper.storage.runs import SourceBusy, run_state, take_lock, this_process
 from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
 from docscraper.storage.vectors import IndexError_, VectorIndex
 
@@ -65,6 +65,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _OPEN_ERRORS: dict[type[Exception], str] = {
+    SourceBusy: "source_busy",
     StateError: "state_unavailable",
     IndexError_: "index_unavailable",
     RenderError: "render_unavailable",
@@ -110,6 +111,8 @@ class CrawlResources:
         self.parsers = WorkerProcesses(config.parse_workers, name="parse")
         self.opened = False
         self.open_error: str | None = None
+        # the source's lock, once taken (the run's id, or its shared run's)
+        self.lock_holder: str | None = None
         self._pools: dict[str, ThreadPool] = {}
         self._pool_triggers: dict[str, Any] = {}
         self._embedder: Embedder | None = None
@@ -193,7 +196,7 @@ class CrawlResources:
 
     async def call(self, pool: str, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a blocking call on one of the run's single-thread pools: ``state`` (SQL), ``index``
-        (Chroma), ``model`` (the embedder), ``chunk``, ``mirror``, ``shared`` (Redis)."""
+        (Chroma), ``model`` (the embedder), ``chunk``, ``mirror``, ``shared`` (Redis), ``stream`` (a loader's pipe)."""
         result: T = await maybe_deferred_to_future(self._defer(pool, func, *args, **kwargs))
         return result
 
@@ -271,11 +274,14 @@ class CrawlResources:
                 raise RenderError(f"cannot render source {target.source.name}: {problem}")
         self.target = target
         self.outcomes.bind(target)
+        await self._take_source(store, target)
+        host, pid, start = this_process()
         await self.db(
             store.start_run,
             RunRecord(self.run_id, target.source.id, self.started_at, None, None, None, args=target.args_dict()),
-            host=socket.gethostname(),
-            pid=os.getpid(),
+            host=host,
+            pid=pid,
+            process_start=start,
         )
         if cfg.index_enabled:
             self.index = await self.call("index", open_vector_index, cfg)
@@ -301,6 +307,19 @@ class CrawlResources:
             sum(1 for p in target.known.values() if p.status == "active"),
             target.scope.as_dict(),
         )
+
+    async def _take_source(self, store: StateStore, target: CrawlTarget) -> None:
+        """Take the source's lock (DESIGN rule 10) for this run, or for the shared run its workers crawl
+        together: a second crawl of the source, its removal and its repair are refused while it is held.
+        Held by another live process: :class:`~docscraper.storage.runs.SourceBusy` (close reason
+        ``source_busy``), before anything is written."""
+        holder = self.ledger.report_id if self.ledger.shared else self.run_id
+        busy = await self.db(take_lock, store, target.source.id, holder, purpose="crawl",
+                             timeout=self.config.heartbeat_timeout, shared=self.ledger.shared)
+        if busy is not None:
+            raise SourceBusy(f"source {target.source.name!r} is busy: {busy.describe()} holds it; this crawl "
+                             "stops without touching it", busy)
+        self.lock_holder = holder
 
     async def _check_model(self, store: StateStore, index: VectorIndex,
                            target: CrawlTarget) -> tuple[ModelIdentity, bool]:
@@ -348,7 +367,7 @@ class CrawlResources:
         now = utcnow()
         host = socket.gethostname()
         running = {state.run.run_id for state in await self.db(store.run_states, target.source.id)
-                   if run_state(state, now=now, interval=self.config.progress_interval, host=host) == "running"}
+                   if run_state(state, now=now, timeout=self.config.heartbeat_timeout, host=host) == "running"}
         over = sorted(pid for pid, run_id in pending.items() if run_id != self.run_id and run_id not in running)
         if not over:
             return target
@@ -391,6 +410,11 @@ class CrawlResources:
                 await self.call("model", export_for_questions, self.config, self._embedder)
         finally:
             if self.store is not None:
+                if self.lock_holder is not None and self.target is not None:
+                    try:
+                        self.store.release_lock(self.target.source.id, self.lock_holder)
+                    except Exception as exc:  # its heartbeat stops: another process takes it over then
+                        logger.warning("Cannot release the lock of source %s: %s", self.target.source.name, exc)
                 self.store.close()
             if self.index is not None:
                 self.index.close()

@@ -13,8 +13,9 @@ per line and flushes each, so the reader gets every page while the crawl goes on
 - ``{"event": "finished", "report": {...}, "path"}`` last: the run's report without its ``items`` (``runId``,
   ``result``, ``resultReason``, ``closeReason``, ``stats``...) and its path (null when the run did not open).
 
-If the reader goes away (a broken pipe), the crawl closes with reason ``stream_closed``.
-Settings: ``DOCSCRAPER_STREAM_FD``.
+Lines are written on a thread of their own and each event's sender waits for its line: a reader that is slow
+slows the crawl's items (back-pressure), never the reactor. If the reader goes away (a broken pipe), the crawl
+closes with reason ``stream_closed``. Settings: ``DOCSCRAPER_STREAM_FD``.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class DocumentStream:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stream: IO[str] | None = None
+        self.resources: CrawlResources | None = None
         self._opened = False
 
     @classmethod
@@ -90,6 +92,7 @@ class DocumentStream:
         if self._opened:
             return
         self._opened = True
+        self.resources = resources
         fd = resources.config.stream_fd
         if fd is not None:
             self.stream = os.fdopen(fd, "w", encoding="utf-8", buffering=1, closefd=True)
@@ -97,15 +100,29 @@ class DocumentStream:
     def run_opened(self, resources: CrawlResources) -> None:
         self._open(resources)
 
-    def _send(self, event: dict[str, Any]) -> None:
-        if self.stream is None:
-            return
+    def _write(self, line: str) -> bool:
+        """Write one line (on the stream's thread; blocks while the reader's pipe is full). False once the
+        reader has gone."""
+        stream = self.stream
+        if stream is None:
+            return True
         try:
-            self.stream.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
-            self.stream.flush()
-        except (BrokenPipeError, OSError) as exc:
+            stream.write(line)
+            stream.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
             logger.info("The loader stopped reading (%s); closing the crawl", exc)
             self._drop()
+            return False
+        return True
+
+    async def _send(self, event: dict[str, Any]) -> None:
+        # Written on a thread of its own and awaited by the signal's sender: a slow reader holds the items
+        # back (Scrapy waits for item_scraped's handlers, so its item and response slots fill and it fetches
+        # less), never the reactor, whose timers (progress, watchdog, AutoThrottle) keep running.
+        if self.stream is None or self.resources is None:
+            return
+        line = json.dumps(event, ensure_ascii=False, default=str) + "\n"
+        if not await self.resources.call("stream", self._write, line):
             engine = self.crawler.engine
             if engine is not None:
                 deferred_from_coro(engine.close_spider_async(reason="stream_closed"))
@@ -113,24 +130,24 @@ class DocumentStream:
     def _drop(self) -> None:
         stream, self.stream = self.stream, None
         if stream is not None:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 stream.close()
 
-    def item_scraped(self, item: Any) -> None:
+    async def item_scraped(self, item: Any) -> None:
         # an alias (the content of another page, which has its own document) is no document of its own
         if isinstance(item, PageItem) and not item.metadata.alias_of:
-            self._send(document_event(item))
+            await self._send(document_event(item))
 
-    def pages_removed(self, resources: CrawlResources, pages: list[dict[str, Any]]) -> None:
+    async def pages_removed(self, resources: CrawlResources, pages: list[dict[str, Any]]) -> None:
         self._open(resources)
         source = resources.target.source.name if resources.target is not None else None
         for page in pages:
-            self._send({"event": "removed", "source": source, **page})
+            await self._send({"event": "removed", "source": source, **page})
 
-    def run_finished(self, resources: CrawlResources, report: dict[str, Any], path: Path | None) -> None:
+    async def run_finished(self, resources: CrawlResources, report: dict[str, Any], path: Path | None) -> None:
         self._open(resources)
-        self._send({"event": "finished", "report": {k: v for k, v in report.items() if k != "items"},
-                    "path": str(path) if path is not None else None})
+        await self._send({"event": "finished", "report": {k: v for k, v in report.items() if k != "items"},
+                          "path": str(path) if path is not None else None})
         self._drop()
 
     def close(self) -> None:

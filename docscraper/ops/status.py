@@ -5,10 +5,10 @@ A running crawl writes its progress and a heartbeat to the state database every
 that database, so it sees crawls in another terminal, under Scrapyd, or on another machine sharing a
 PostgreSQL state database alike. ``scrapy status [NAME] [--json]`` prints it.
 
-A run without ``finished_at`` is ``running`` while its heartbeat is fresh. It is ``died`` when its last
-heartbeat is older than max(3 × its progress interval, 30 s), or at once when it ran on this host and its
-process is gone. A died run that a later finished run of the same source supersedes is history and is
-not listed.
+A run without ``finished_at`` is ``running`` while its process is (:mod:`docscraper.storage.runs`: on
+this machine its pid and process identity; from another machine, a heartbeat younger than
+``DOCSCRAPER_HEARTBEAT_TIMEOUT``), else ``died``. A died run that a later finished run of the same source
+supersedes is history and is not listed.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
             last_finished[run.source] = max(run.run.started_at, last_finished.get(run.source, run.run.started_at))
     statuses = []
     for run in runs:
-        state = run_state(run, now=now, interval=config.progress_interval, host=host)
+        state = run_state(run, now=now, timeout=config.heartbeat_timeout, host=host)
         if state == "died" and run.run.started_at < last_finished.get(run.source, run.run.started_at):
             continue
         statuses.append(_status(run, state, now))

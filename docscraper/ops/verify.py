@@ -5,13 +5,15 @@
 this state owns (DESIGN rule 10): it never creates a state database (a missing one, or one without a schema,
 is an error), it refuses an index bound to another state database (check or repair alike), and it refuses
 to delete more than ``DOCSCRAPER_MAX_DELETE_RATIO`` of a live source's chunks unless *force*. A repair
-waits for no crawl: while a crawl of a source runs, its pages in flight disagree for a moment, so a repair
-of that source (or of all) is refused; a check only says so. What a repair deletes is logged and appended
+waits for no crawl: while a crawl of a source runs (or holds its lock), its pages in flight disagree for a
+moment, so a repair of that source (or of all) is refused; a check only says so. A repair holds the locks of
+the sources it repairs, so no crawl of them starts meanwhile. What a repair deletes is logged and appended
 to ``DATA_DIR/logs/repairs.jsonl``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 from pathlib import Path
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from docscraper.storage.backends import open_state_store, open_vector_index
 from docscraper.storage.consistency import REPAIR_LOG, Verification, check, check_mirror, claim_index, repair
-from docscraper.storage.runs import run_state
+from docscraper.storage.runs import SourceBusy, hold_source, run_state
 from docscraper.storage.state import database_exists, database_location, schema_revision, utcnow
 
 if TYPE_CHECKING:
@@ -72,22 +74,31 @@ def verify(config: DocscraperConfig, name: str | None = None, *, fix: bool = Fal
         host = socket.gethostname()
         running = sorted({state.source for state in store.run_states()
                           if (name is None or state.source == name)
-                          and run_state(state, now=now, interval=config.progress_interval, host=host) == "running"})
+                          and run_state(state, now=now, timeout=config.heartbeat_timeout, host=host) == "running"})
         if fix and running:
             raise VerifyError(f"a crawl of {', '.join(running)} is running: its pages in flight disagree with the "
                               "index for a moment. Repair when it has finished", 1)
-        index = open_vector_index(config)
-        try:
-            claim_index(index, store.state_id())
-            cache = config.data_dir / "lexical" / config.chroma_collection
-            result = check(store, index, source=name, keyword_cache=cache)
-            if mirror is not None and name is not None:
-                check_mirror(store, sources[name], mirror, result)
-            if fix and not result.ok:
-                repair(store, index, result, keyword_cache=cache, max_delete_ratio=config.max_delete_ratio,
-                       force=force, audit=config.data_dir / REPAIR_LOG)
-        finally:
-            index.close()
+        with contextlib.ExitStack() as held:
+            if fix:
+                # the sources' locks (DESIGN rule 10): no crawl of them starts while they are repaired
+                for source in [sources[name]] if name is not None else list(sources.values()):
+                    try:
+                        held.enter_context(hold_source(store, source, purpose="repair",
+                                                       timeout=config.heartbeat_timeout, doing="repair"))
+                    except SourceBusy as exc:
+                        raise VerifyError(str(exc), 1) from None
+            index = open_vector_index(config)
+            try:
+                claim_index(index, store.state_id())
+                cache = config.data_dir / "lexical" / config.chroma_collection
+                result = check(store, index, source=name, keyword_cache=cache)
+                if mirror is not None and name is not None:
+                    check_mirror(store, sources[name], mirror, result)
+                if fix and not result.ok:
+                    repair(store, index, result, keyword_cache=cache, max_delete_ratio=config.max_delete_ratio,
+                           force=force, audit=config.data_dir / REPAIR_LOG)
+            finally:
+                index.close()
     finally:
         store.close()
     return result, running

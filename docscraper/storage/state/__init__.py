@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from docscraper.storage.state.store import (
     ImageRecord,
+    LockRecord,
     PageFailure,
     PageRecord,
     PageSeen,
@@ -25,6 +26,7 @@ from docscraper.storage.state.store import (
 
 __all__ = [
     "ImageRecord",
+    "LockRecord",
     "PageFailure",
     "PageRecord",
     "PageSeen",

@@ -11,7 +11,8 @@ from datetime import datetime
 from sqlalchemy import JSON, Boolean, DateTime, ForeignKey, Index, Integer, String, Text, false
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Base", "CrawlRunRow", "ImageRow", "IndexWriteRow", "PageRow", "RemovedSourceRow", "SourceRow", "StateInfoRow"]
+__all__ = ["Base", "CrawlRunRow", "ImageRow", "IndexWriteRow", "PageRow", "RemovedSourceRow", "SourceLockRow", "SourceRow",
+           "StateInfoRow"]
 
 
 class Base(DeclarativeBase):
@@ -138,5 +139,27 @@ class CrawlRunRow(Base):
     report_path: Mapped[str | None] = mapped_column(Text)
     host: Mapped[str | None] = mapped_column(String(255))
     pid: Mapped[int | None] = mapped_column(Integer)
+    # the identity of the process (storage.runs.process_start): a reused pid is not the run's process
+    process_start: Mapped[str | None] = mapped_column(String(64))
 
     __table_args__ = (Index("ix_runs_source_started", "source_id", "started_at"),)
+
+
+class SourceLockRow(Base):
+    """Who owns a source now: a crawl (its run, or a shared run's id), a removal or a repair. Taken in a
+    transaction, released when the work ends; one whose process is gone (or, from another machine, whose
+    heartbeat stopped) is taken over (:mod:`docscraper.storage.runs`)."""
+
+    __tablename__ = "source_locks"
+
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), primary_key=True,
+                                           autoincrement=False)
+    holder: Mapped[str] = mapped_column(String(64), nullable=False)
+    purpose: Mapped[str] = mapped_column(String(16), nullable=False)  # crawl, remove, repair
+    # held by the workers of a shared run together (each refreshes it)
+    shared: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
+    host: Mapped[str | None] = mapped_column(String(255))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    process_start: Mapped[str | None] = mapped_column(String(64))
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 from sqlalchemy import Engine, and_, create_engine, delete, event, func, inspect, null, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import StaticPool
 
@@ -40,6 +40,7 @@ from docscraper.storage.state.models import (
     IndexWriteRow,
     PageRow,
     RemovedSourceRow,
+    SourceLockRow,
     SourceRow,
     StateInfoRow,
 )
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ImageRecord",
+    "LockRecord",
     "PageFailure",
     "PageRecord",
     "PageSeen",
@@ -217,6 +219,29 @@ class RunState:
     host: str | None
     pid: int | None
     progress: dict[str, Any] | None
+    process_start: str | None = None
+
+
+@dataclass(frozen=True)
+class LockRecord:
+    """Who holds a source's lock (:meth:`StateStore.acquire_lock`): *holder* (a run id, a shared run's id, or
+    a removal's or repair's own id), what for (*purpose*: ``crawl``, ``remove``, ``repair``), whether the
+    workers of a shared run hold it together (*shared*), and the process that took or last refreshed it."""
+
+    source_id: int
+    holder: str
+    purpose: str
+    shared: bool
+    host: str | None
+    pid: int | None
+    process_start: str | None
+    acquired_at: datetime
+    heartbeat_at: datetime
+
+    def describe(self) -> str:
+        what = {"crawl": "a crawl", "remove": "a removal", "repair": "a repair"}.get(self.purpose, self.purpose)
+        return (f"{what} ({'shared run' if self.shared else 'run' if self.purpose == 'crawl' else 'by'} "
+                f"{self.holder}, host {self.host or '?'}, pid {self.pid}, since {iso_utc(self.acquired_at)})")
 
 
 class StateStore(Protocol):
@@ -233,7 +258,8 @@ class StateStore(Protocol):
     def mark_seen(self, source_id: int, run_id: str, pages: Sequence[PageSeen]) -> None: ...
     def record_failures(self, source_id: int, run_id: str, failures: Sequence[PageFailure]) -> None: ...
     def mark_removed(self, source_id: int, page_ids: Iterable[str], run_id: str, at: datetime) -> int: ...
-    def start_run(self, run: RunRecord, *, host: str | None = None, pid: int | None = None) -> None: ...
+    def start_run(self, run: RunRecord, *, host: str | None = None, pid: int | None = None,
+                  process_start: str | None = None) -> None: ...
     def heartbeat(self, run_id: str, at: datetime, progress: dict[str, Any] | None = None) -> None: ...
     def finish_run(self, run: RunRecord) -> None: ...
     def run_states(self, source_id: int | None = None) -> list[RunState]: ...
@@ -256,6 +282,21 @@ class StateStore(Protocol):
         """The URLs serving these pages' content as aliases (status alias), by page id."""
         ...
     def linking_pages(self, source_id: int, page_ids: Iterable[str], limit: int = 10) -> dict[str, list[str]]: ...
+    def acquire_lock(self, source_id: int, holder: str, *, purpose: str, host: str | None, pid: int | None,
+                     process_start: str | None, shared: bool = False,
+                     is_dead: Callable[[LockRecord], bool]) -> LockRecord | None:
+        """Take source *source_id*'s lock for *holder*: None when taken (or held by *holder* already: a shared
+        run's workers join), else the live holder's record. A holder *is_dead* judges dead is replaced."""
+        ...
+    def refresh_lock(self, source_id: int, holder: str, at: datetime, *, host: str | None = None,
+                     pid: int | None = None, process_start: str | None = None) -> bool:
+        """Mark *holder*'s lock alive at *at* (a shared lock also records who refreshed it); False when
+        *holder* does not hold it."""
+        ...
+    def release_lock(self, source_id: int, holder: str) -> None:
+        """Give up *holder*'s lock (nothing when another holds it)."""
+        ...
+    def get_lock(self, source_id: int) -> LockRecord | None: ...
     def begin_index_writes(self, source_id: int, page_ids: Iterable[str], run_id: str) -> None:
         """Record that *run_id* is about to write these pages' chunks to the vector index (before it does)."""
         ...
@@ -284,7 +325,7 @@ _MIGRATION_LOCK = 0x646F637363726170  # "docscrap"
 
 #: The newest schema revision: the head of ``migrations/versions`` (a test checks that they agree). A
 #: database already there is opened without importing Alembic.
-SCHEMA_HEAD = "0008"
+SCHEMA_HEAD = "0009"
 
 
 def _current_revision(connection: Any) -> str | None:
@@ -725,7 +766,8 @@ class SqlStateStore:
 
     # runs ------------------------------------------------------------------------------------------
 
-    def start_run(self, run: RunRecord, *, host: str | None = None, pid: int | None = None) -> None:
+    def start_run(self, run: RunRecord, *, host: str | None = None, pid: int | None = None,
+                  process_start: str | None = None) -> None:
         with self._session() as session, session.begin():
             session.add(
                 CrawlRunRow(
@@ -736,8 +778,74 @@ class SqlStateStore:
                     args=run.args,
                     host=host,
                     pid=pid,
+                    process_start=process_start,
                 )
             )
+
+    # locks -----------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _lock(row: SourceLockRow) -> LockRecord:
+        return LockRecord(row.source_id, row.holder, row.purpose, bool(row.shared), row.host, row.pid,
+                          row.process_start, _aware(row.acquired_at) or utcnow(), _aware(row.heartbeat_at) or utcnow())
+
+    def acquire_lock(self, source_id: int, holder: str, *, purpose: str, host: str | None, pid: int | None,
+                     process_start: str | None, shared: bool = False,
+                     is_dead: Callable[[LockRecord], bool]) -> LockRecord | None:
+        for _ in range(10):  # another process may insert or take over between our read and our write
+            now = utcnow()
+            mine = {"holder": holder, "purpose": purpose, "shared": shared, "host": host, "pid": pid,
+                    "process_start": process_start, "acquired_at": now, "heartbeat_at": now}
+            try:
+                with self._session() as session, session.begin():
+                    row = session.get(SourceLockRow, source_id)
+                    if row is None:
+                        session.add(SourceLockRow(source_id=source_id, **mine))
+                        return None
+                    current = self._lock(row)
+                    if current.holder == holder:
+                        values: dict[str, Any] = {"heartbeat_at": now}
+                        if shared:
+                            values.update(host=host, pid=pid, process_start=process_start)
+                        session.execute(update(SourceLockRow).where(SourceLockRow.source_id == source_id)
+                                        .values(**values))
+                        return None
+                    if not is_dead(current):
+                        return current
+                    # take it over only if nobody else did since it was read
+                    taken = session.execute(
+                        update(SourceLockRow)
+                        .where(SourceLockRow.source_id == source_id, SourceLockRow.holder == current.holder,
+                               SourceLockRow.heartbeat_at == row.heartbeat_at)
+                        .values(**mine)
+                    )
+                    if (getattr(taken, "rowcount", 0) or 0) == 1:
+                        logger.warning("Took over the lock of source %d from %s: its process is gone",
+                                       source_id, current.describe())
+                        return None
+            except IntegrityError:
+                continue  # inserted by another process since we looked: look again
+        raise StateError(f"cannot take the lock of source {source_id}: it changes hands too fast")
+
+    def refresh_lock(self, source_id: int, holder: str, at: datetime, *, host: str | None = None,
+                     pid: int | None = None, process_start: str | None = None) -> bool:
+        values: dict[str, Any] = {"heartbeat_at": at}
+        if host is not None:
+            values.update(host=host, pid=pid, process_start=process_start)
+        with self._session() as session, session.begin():
+            result = session.execute(update(SourceLockRow).where(SourceLockRow.source_id == source_id,
+                                                                 SourceLockRow.holder == holder).values(**values))
+            return (getattr(result, "rowcount", 0) or 0) > 0
+
+    def release_lock(self, source_id: int, holder: str) -> None:
+        with self._session() as session, session.begin():
+            session.execute(delete(SourceLockRow).where(SourceLockRow.source_id == source_id,
+                                                        SourceLockRow.holder == holder))
+
+    def get_lock(self, source_id: int) -> LockRecord | None:
+        with self._session() as session:
+            row = session.get(SourceLockRow, source_id)
+            return self._lock(row) if row is not None else None
 
     def heartbeat(self, run_id: str, at: datetime, progress: dict[str, Any] | None = None) -> None:
         """Mark a running crawl alive at *at*, with its live *progress* when given."""
@@ -918,6 +1026,7 @@ class SqlStateStore:
                     r.host,
                     r.pid,
                     dict(r.progress) if r.progress else None,
+                    r.process_start,
                 )
                 for r, name in rows.values()
             ]
