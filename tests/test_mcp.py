@@ -96,8 +96,10 @@ def stop_if_alive(pids: list[int]) -> None:
 def test_stdio_server_registers_crawls_in_the_background_searches_and_reindexes(site: DocsServer,
                                                                                 tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    params = StdioServerParameters(command=sys.executable, args=["-m", "scrapy", "mcp"], cwd=ROOT,
-                                   env=server_env(data_dir))
+    # the fixture site is on loopback: the operator lets clients reach it (tests/test_trust.py: refused otherwise)
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "scrapy", "mcp", "-s", "DOCSCRAPER_SSRF_ALLOWED_HOSTS=127.0.0.1"],
+                                   cwd=ROOT, env=server_env(data_dir))
     question = next(q for q in QUESTIONS if q["expected"] == "guide/deployment.html")
     started: list[int] = []
 
@@ -138,6 +140,7 @@ def test_stdio_server_registers_crawls_in_the_background_searches_and_reindexes(
         # a crawl in the background: the call returns while it runs, and a second one is refused
         launched = await call(session, "recrawl_source", name="relay")
         assert launched["started"] is True and launched["how"] == "process"
+        assert set(launched) == {"started", "how", "source", "pid", "log"}  # no command line
         started.append(launched["pid"])
         log = Path(launched["log"])
         assert log.parent == (data_dir / "logs" / "relay").resolve() and log.exists()
@@ -304,12 +307,13 @@ def test_start_crawl_schedules_on_scrapyd_when_configured(tmp_path: Path, scrapy
     config = scrapyd_config(tmp_path, f"http://ops:s3cret@127.0.0.1:{scrapyd.port}/")
     started = start_crawl(config, "relay", full=True,
                           overrides={"allow": ["guide/**", "faq.html"], "block": None, "max_pages": 5},
-                          settings={"DOCSCRAPER_PROGRESS_INTERVAL": "1"})
+                          settings={"DOCSCRAPER_PROGRESS_INTERVAL": "1", "HTTPAUTH_PASS": "never-sent-1"})
     endpoint = f"http://127.0.0.1:{scrapyd.port}/schedule.json"
     assert started == {"started": True, "how": "scrapyd", "source": "relay", "jobid": "6487ec7a",
-                       "scrapyd": endpoint, "project": "docscraper"}
+                       "project": "docscraper"}  # no setting's value (the Scrapyd URL) in the answer
     ((path, fields, headers),) = scrapyd.posts
-    assert path == "/schedule.json"
+    assert path == "/schedule.json" and endpoint.endswith(path)
+    # a secret setting is never sent: Scrapyd shows a job's settings to anyone who lists its jobs
     assert fields == [("project", "docscraper"), ("spider", "docs"), ("source", "relay"), ("full", "1"),
                       ("allow", "guide/**,faq.html"), ("max_pages", "5"),
                       ("setting", "DOCSCRAPER_PROGRESS_INTERVAL=1")]

@@ -28,7 +28,8 @@ class Command(ToolCommand):
     default_settings: ClassVar[dict[str, Any]] = {}
 
     def syntax(self) -> str:
-        return "[--transport stdio|http] [--host HOST] [--port N]"
+        return ("[--transport stdio|http] [--host HOST] [--port N] [--allow-folder DIR] [--allowed-host NAME] "
+                "[--token-file FILE]")
 
     def short_desc(self) -> str:
         return "Serve sources, crawls and search to AI assistants over MCP (stdio or streamable HTTP)"
@@ -45,11 +46,11 @@ class Command(ToolCommand):
             raise UsageError(f"unexpected argument(s): {' '.join(args)}")
         if not 0 <= opts.port <= 65535:
             raise UsageError(f"--port must be between 0 and 65535, got {opts.port}")
-        from docscraper.ops.mcp_server import serve
+        from docscraper.ops.mcp_server import serve, serve_options
 
         assert self.settings is not None
         try:
-            serve(self.settings, transport=opts.transport, host=opts.host, port=opts.port)
+            serve(self.settings, **serve_options(opts))
         except ConfigError as exc:
             self.fail(str(exc), 2)
         except OSError as exc:

@@ -121,6 +121,7 @@ __all__ = [
     "check_url",
     "host_address",
     "normalize_host",
+    "resolve_host",
 ]
 
 logger = logging.getLogger(__name__)
@@ -455,7 +456,7 @@ class SsrfGuardHostnameResolver(CachingHostnameResolver):
         return resolution
 
 
-def _resolve(host: str) -> list[IPAddress]:
+def resolve_host(host: str) -> list[IPAddress]:
     """Every address *host* resolves to (blocking; run in a thread)."""
     addresses: list[IPAddress] = []
     for *_, sockaddr in socket.getaddrinfo(host, None, type=socket.SOCK_STREAM):
@@ -532,10 +533,12 @@ class SsrfGuardMiddleware:
     # policy ----------------------------------------------------------------------------------------
 
     def trusted_hosts(self) -> set[str]:
-        """The source's host, an explicit ``llms_txt`` URL's host, and the proxies in use."""
+        """The source's host, an explicit ``llms_txt`` URL's host (unless the source's scope says
+        ``trust_host: false``: a server's client registered it), and the proxies in use."""
         trusted = set(self._proxy_hosts)
         target = self._target()
-        if target is not None:
+        # a source a server's client registered (scope trust_host false) gets no trust of its own
+        if target is not None and target.source.scope.get("trust_host", True) is not False:
             for url in (target.seed_url, target.args.llms_txt):
                 if url and _host_of(url):
                     trusted.add(_host_of(url))
@@ -571,7 +574,7 @@ class SsrfGuardMiddleware:
         if host in self._verdicts:
             return self._verdicts[host]
         try:
-            addresses = await run_in_thread(_resolve, host)
+            addresses = await run_in_thread(resolve_host, host)
         except (OSError, UnicodeError):
             return None  # cannot resolve: the download fails on its own, as a network error
         refusal = check_addresses(host, addresses, self.config)

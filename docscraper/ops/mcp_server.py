@@ -38,18 +38,28 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
+import hmac
+import ipaddress
 import logging
+import os
+import re
 import socket
 import sys
 import threading
+import time
+from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import quote, unquote, urlsplit
 
+from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 from scrapy.settings import BaseSettings
 
 from docscraper import __version__
-from docscraper.config import DocscraperConfig
+from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.ops.launch import start_crawl
 from docscraper.ops.sources import (
     SourceError,
@@ -59,6 +69,7 @@ from docscraper.ops.sources import (
     request_reindex,
 )
 from docscraper.ops.status import crawl_status
+from docscraper.secrets import Redactor, redact_data, redact_logs
 from docscraper.storage.backends import load_query_embedder, open_vector_index
 from docscraper.storage.embedding import Embedder, EmbeddingError
 from docscraper.storage.model_identity import ModelMismatch
@@ -69,11 +80,29 @@ from docscraper.storage.vectors import IndexError_, VectorIndex, forget_persiste
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-__all__ = ["DEFAULT_PORT", "TRANSPORTS", "DocsTools", "build_server", "cmdline_settings", "main", "serve"]
+__all__ = [
+    "DEFAULT_PORT",
+    "TOKEN_ENV",
+    "TRANSPORTS",
+    "DocsTools",
+    "Gate",
+    "RateLimit",
+    "add_server_options",
+    "build_server",
+    "cmdline_settings",
+    "host_names",
+    "is_loopback",
+    "main",
+    "serve",
+    "serve_options",
+    "server_token",
+]
 
 logger = logging.getLogger(__name__)
 
 TRANSPORTS = ("stdio", "http")
+#: The environment variable that holds the token HTTP clients must send (``Authorization: Bearer``).
+TOKEN_ENV = "DOCSCRAPER_SERVER_TOKEN"
 #: The streamable HTTP transport's default port (Chroma's server takes 8000, Scrapyd 6800).
 DEFAULT_PORT = 8765
 HTTP_PATH = "/mcp"
@@ -89,18 +118,41 @@ _Globs = str | list[str] | None
 
 
 @contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    """The failures a user can act on, as the SDK's anticipated tool errors: their text reaches the client."""
-    from mcp.server.mcpserver.exceptions import ToolError
-
+def _errors(tools: DocsTools) -> Iterator[None]:
+    """The failures a user can act on, as the SDK's anticipated tool errors: their text (cleaned of secrets
+    and paths, :meth:`DocsTools.message`) reaches the client."""
     try:
         yield
-    except ToolError:
-        raise
+    except ToolError as exc:
+        raise ToolError(tools.message(str(exc))) from None
     except LookupError as exc:  # KeyError's repr quotes; LookupError's first argument is the sentence
-        raise ToolError(str(exc.args[0]) if exc.args else str(exc)) from exc
+        raise ToolError(tools.message(str(exc.args[0]) if exc.args else str(exc))) from None
     except (SourceError, ValueError, StateError, IndexError_, EmbeddingError) as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(tools.message(str(exc))) from None
+
+
+_FILE_URL = re.compile(r"file://(/[^\s\"'<>]*)")
+
+
+def _hide_paths(value: Any, data_dir: Path, folders: Sequence[Path]) -> Any:
+    """*value* with every ``file://`` URL outside *data_dir* and *folders* cut to its last part
+    (``file:///…/page.md``): a local source's folder is the operator's business."""
+    if isinstance(value, str):
+        if "file://" not in value:
+            return value
+
+        def hide(match: re.Match[str]) -> str:
+            path = Path(unquote(match.group(1)))
+            if path.is_relative_to(data_dir) or any(path.is_relative_to(folder) for folder in folders):
+                return match.group(0)
+            return f"file:///\N{HORIZONTAL ELLIPSIS}/{quote(path.name)}"
+
+        return _FILE_URL.sub(hide, value)
+    if isinstance(value, Mapping):
+        return {k: _hide_paths(v, data_dir, folders) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide_paths(v, data_dir, folders) for v in value]
+    return value
 
 
 class DocsTools:
@@ -111,11 +163,19 @@ class DocsTools:
     """
 
     def __init__(self, config: DocscraperConfig, *, crawl_settings: Mapping[str, str] | None = None,
-                 probe_timeout: float = 10.0, user_agent: str | None = None) -> None:
+                 probe_timeout: float = 10.0, user_agent: str | None = None,
+                 redactor: Redactor | None = None) -> None:
         self.config = config
         self.crawl_settings = dict(crawl_settings or {})
         self.probe_timeout = probe_timeout
         self.user_agent = user_agent
+        # what no answer may carry: the secret settings' values, credentials in URLs, and the other settings'
+        # values that name places (the state database, the Chroma and Scrapyd servers)
+        self.redactor = redactor or Redactor()
+        self.redactor.add(str(value) for value in (config.state_url, config.chroma_url, config.scrapyd_url,
+                                                   config.webhook_url) if value)
+        self.folders = config.server_allowed_folders
+        self.data_dir = config.data_dir.resolve()
         # Tools run on worker threads; Chroma's per-process client cache is shared, so every use of the
         # index (a search, an adopting add_source) holds this lock.
         self._index_lock = threading.Lock()
@@ -124,51 +184,88 @@ class DocsTools:
         self._searcher: Searcher | None = None
         self._stamp: object = None
 
+    # the client's reach ----------------------------------------------------------------------------
+
+    def _check_client_url(self, url: str, what: str) -> None:
+        """A ``file:`` URL from a client must lie in a folder the operator allowed; the same refusal whether
+        the path exists or not, so an answer never tells what is on the server's disk."""
+        try:
+            parts = urlsplit(str(url).strip())
+        except ValueError:
+            return  # add_source says what is wrong with it
+        if parts.scheme.lower() != "file":
+            return
+        refusal = (f"{what}: file: URLs are refused by this server unless the operator allowed their folder "
+                   "(scrapy mcp --allow-folder DIR, or DOCSCRAPER_SERVER_ALLOWED_FOLDERS)")
+        path = Path(os.path.normpath(unquote(parts.path) or "/"))
+        if not path.is_absolute() or not any(path.is_relative_to(folder) for folder in self.folders):
+            raise ToolError(refusal)
+        # a link inside an allowed folder that points out of it is refused the same way
+        if not any(path.resolve().is_relative_to(folder) for folder in self.folders):
+            raise ToolError(refusal)
+
+    def answer(self, value: Any) -> Any:
+        """*value* as a client may see it: no secret, no setting's value, no path outside the data directory
+        and the allowed folders."""
+        return _hide_paths(redact_data(value, self.redactor), self.data_dir, self.folders)
+
+    def message(self, text: str) -> str:
+        cleaned = self.answer(text)
+        return cleaned if isinstance(cleaned, str) else text
+
+    # the tools ------------------------------------------------------------------------------------
+
     def add_source(self, name: str, url: str, *, allow: _Globs = None, block: _Globs = None,
                    max_depth: int | None = None, max_pages: int | None = None,
                    llms_txt: str | None = None) -> dict[str, Any]:
-        with _errors(), self._index_lock:
+        with _errors(self), self._index_lock:
+            self._check_client_url(url, "url")
+            if llms_txt:
+                self._check_client_url(llms_txt, "llms_txt")
+            # a client's URL gets no trust of its own host: private and loopback addresses only when the
+            # operator allowed them (DOCSCRAPER_SSRF_ALLOWED_HOSTS), for the probe and for every crawl after it
             info, probe = add_source(
                 self.config, name, url, allow=_globs(allow), block=_globs(block), max_depth=max_depth,
                 max_pages=max_pages, llms_txt=llms_txt, timeout=self.probe_timeout, user_agent=self.user_agent,
+                trust_host=False,
             )
-        return {"source": info.as_dict(), "probe": probe.as_dict() if probe is not None else None}
+        return self.answer({"source": info.as_dict(), "probe": probe.as_dict() if probe is not None else None})
 
     def list_sources(self) -> dict[str, Any]:
-        with _errors():
-            return {"sources": [info.as_dict() for info in list_sources(self.config)]}
+        with _errors(self):
+            return self.answer({"sources": [info.as_dict() for info in list_sources(self.config)]})
 
     def crawl_status(self, name: str | None = None) -> dict[str, Any]:
-        with _errors():
-            return {"runs": [status.as_dict() for status in crawl_status(self.config, name or None)]}
+        with _errors(self):
+            return self.answer({"runs": [status.as_dict() for status in crawl_status(self.config, name or None)]})
 
     def recrawl_source(self, name: str, *, full: bool = False, allow: _Globs = None, block: _Globs = None,
                        max_depth: int | None = None, max_pages: int | None = None) -> dict[str, Any]:
         overrides = {"allow": _globs(allow) or None, "block": _globs(block) or None, "max_depth": max_depth,
                      "max_pages": max_pages}
-        with _errors():
-            return start_crawl(self.config, name, full=full, overrides=overrides, settings=self.crawl_settings)
+        with _errors(self):
+            started = start_crawl(self.config, name, full=full, overrides=overrides, settings=self.crawl_settings,
+                                  max_running=self.config.server_max_crawls or None)
+            return self.answer(started)
 
     def reindex_page(self, name: str, url_or_glob: str) -> dict[str, Any]:
-        with _errors():
+        with _errors(self):
             marked = request_reindex(self.config, name, url_or_glob)
-        return {"source": name, "marked": marked, "count": len(marked),
-                "next": f"recrawl_source {name} re-processes them"}
+        return self.answer({"source": name, "marked": marked, "count": len(marked),
+                            "next": f"recrawl_source {name} re-processes them"})
 
     def search_docs(self, question: str, *, k: int = 5, source: str | None = None) -> dict[str, Any]:
-        with _errors():
+        with _errors(self):
             with self._index_lock:
                 results = self._current_searcher().search(question, k=k, source=source or None,
                                                           with_aliases=True)
             if not results and source:
                 get_source_info(self.config, source)  # an unknown source is the better answer
         keys = ("rank", "score", "url", "title", "heading", "text", "source", "aliases")
-        return {"results": [{key: getattr(result, key) for key in keys} for result in results]}
+        return self.answer({"results": [{key: getattr(result, key) for key in keys} for result in results]})
 
     def _current_searcher(self) -> Searcher:
         """The one :class:`Searcher`; its Chroma index reopened when another process wrote to it."""
-        from mcp.server.mcpserver.exceptions import ToolError
-
         config = self.config
         persistent = config.chroma_url is None
         if persistent and not config.chroma_path.exists():
@@ -311,16 +408,120 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def _serve_http(server: MCPServer, host: str, port: int, log_level: str) -> None:
-    import uvicorn
+def is_loopback(host: str) -> bool:
+    """Whether binding *host* listens on loopback only (``127.0.0.1``, ``::1``, ``localhost``)."""
+    text = host.strip().strip("[]").lower()
+    if text == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
 
-    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+
+def host_names(host: str, port: int, extra: Sequence[str] = ()) -> frozenset[str]:
+    """The ``Host`` header values a server bound to *host*:*port* answers (DNS rebinding: a page of
+    another site that makes a browser call this server sends that site's name): the bound address, the
+    loopback names when bound to loopback, this machine's name and addresses when bound to every address,
+    and the *extra* names the operator gave; each with and without the port."""
+    names: set[str] = {host.strip().strip("[]").lower(), *(h.strip().lower() for h in extra if h.strip())}
+    if is_loopback(host):
+        names |= {"127.0.0.1", "localhost", "::1"}
+    elif host.strip().strip("[]") in ("0.0.0.0", "::", ""):
+        names |= {"127.0.0.1", "localhost", "::1", socket.gethostname().lower()}
+        with contextlib.suppress(OSError):
+            names |= {str(info[4][0]).split("%", 1)[0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    values: set[str] = set()
+    for name in names:
+        shown = f"[{name}]" if ":" in name else name
+        values |= {shown, f"{shown}:{port}"}
+    return frozenset(values)
+
+
+class RateLimit:
+    """At most *per_minute* requests from one client in any 60 seconds (on the monotonic clock)."""
+
+    def __init__(self, per_minute: int, clock: Any = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self.clock = clock
+        self.seen: dict[str, deque[float]] = {}
+
+    def wait(self, client: str) -> float:
+        """0 when *client*'s request may go on (and counts it), else the seconds until it may."""
+        now = self.clock()
+        times = self.seen.setdefault(client, deque())
+        while times and times[0] <= now - 60.0:
+            times.popleft()
+        if len(times) >= self.per_minute:
+            return max(0.001, times[0] + 60.0 - now)
+        times.append(now)
+        if len(self.seen) > 10_000:  # forget clients that went quiet
+            self.seen = {c: t for c, t in self.seen.items() if t and t[-1] > now - 60.0}
+        return 0.0
+
+
+class Gate:
+    """ASGI middleware in front of the HTTP server: the ``Host`` header must name this server
+    (:func:`host_names`; else 421), a client may send at most ``DOCSCRAPER_SERVER_RATE_LIMIT`` requests a
+    minute (else 429 with ``Retry-After``), and with a token every request must carry it
+    (``Authorization: Bearer TOKEN``, compared in constant time; else 401)."""
+
+    def __init__(self, app: Any, *, hosts: frozenset[str], token: str | None, rate: int) -> None:
+        self.app = app
+        self.hosts = hosts
+        self.token = hashlib.sha256(token.encode()).digest() if token else None
+        self.limit = RateLimit(rate) if rate else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1") for k, v in scope.get("headers", ())}
+        if headers.get("host", "").strip().lower() not in self.hosts:
+            await _refuse(send, 421, "this server does not answer to that Host header")
+            return
+        if self.limit is not None:
+            client = str((scope.get("client") or ("?",))[0])
+            wait = self.limit.wait(client)
+            if wait:
+                await _refuse(send, 429, "too many requests; slow down", [(b"retry-after", str(int(wait) + 1).encode())])
+                return
+        if self.token is not None:
+            scheme, _, given = headers.get("authorization", "").partition(" ")
+            digest = hashlib.sha256(given.strip().encode()).digest()
+            if scheme.lower() != "bearer" or not hmac.compare_digest(digest, self.token):
+                await _refuse(send, 401, "a token is required: Authorization: Bearer TOKEN",
+                              [(b"www-authenticate", b'Bearer realm="docscraper"')])
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Any, status: int, text: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
+    body = (text + "\n").encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _serve_http(server: MCPServer, host: str, port: int, log_level: str, token: str | None,
+                      extra_hosts: Sequence[str], rate: int) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
     # Bound here, so that --port 0 can say which port it got.
     sock = _bind(host, port)
     bound = sock.getsockname()[1]
+    hosts = host_names(host, bound, extra_hosts)
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts),
+                                         allowed_origins=sorted(f"{scheme}://{h}" for h in hosts
+                                                                for scheme in ("http", "https")))
+    app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host, transport_security=security)
     where = f"[{host}]" if ":" in host else host
-    print(f"docscraper MCP server: streamable HTTP at http://{where}:{bound}{HTTP_PATH}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level=log_level.lower(), lifespan="on")
+    print(f"docscraper MCP server: streamable HTTP at http://{where}:{bound}{HTTP_PATH}"
+          + (" (token required)" if token else ""), file=sys.stderr, flush=True)
+    config = uvicorn.Config(Gate(app, hosts=hosts, token=token, rate=rate), log_level=log_level.lower(),
+                            lifespan="on")
     try:
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:
@@ -346,40 +547,93 @@ def _log_level(settings: BaseSettings) -> _LogLevel:
     return "INFO"
 
 
+def server_token(token_file: str | None = None) -> str | None:
+    """The token clients must send: the contents of *token_file*, else ``$DOCSCRAPER_SERVER_TOKEN`` (never
+    a setting or an option's value: those are visible in the process list and in logs)."""
+    if token_file:
+        try:
+            token = Path(token_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ConfigError(f"--token-file {token_file}: {exc.strerror or exc}") from None
+        if not token:
+            raise ConfigError(f"--token-file {token_file} is empty")
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+    if token and len(token) < 16:
+        raise ConfigError(f"the server token must be at least 16 characters (got {len(token)})")
+    return token or None
+
+
 def serve(settings: BaseSettings, *, transport: str = "stdio", host: str = "127.0.0.1",
-          port: int = DEFAULT_PORT) -> None:
+          port: int = DEFAULT_PORT, allow_folders: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
+          token_file: str | None = None) -> None:
     """Run the MCP server over *transport* until the client leaves (stdio) or the process is stopped
-    (http). Raises :class:`~docscraper.config.ConfigError` for bad settings, :class:`ValueError` for a bad
-    transport, :class:`OSError` when the port cannot be bound."""
+    (http). *allow_folders* add to ``DOCSCRAPER_SERVER_ALLOWED_FOLDERS`` (the only folders a client may name
+    in a ``file:`` URL), *allowed_hosts* to ``DOCSCRAPER_SERVER_ALLOWED_HOSTS``. Over HTTP off loopback a
+    token is required (:func:`server_token`). Raises :class:`~docscraper.config.ConfigError` for bad
+    settings or a missing token, :class:`ValueError` for a bad transport, :class:`OSError` when the port
+    cannot be bound."""
+    import dataclasses
+
     import anyio
 
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
     config = DocscraperConfig.from_settings(settings)
+    folders = list(config.server_allowed_folders)
+    for folder in allow_folders:
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise ConfigError(f"--allow-folder {folder}: not a folder")
+        folders.append(path.resolve())
+    config = dataclasses.replace(config, server_allowed_folders=tuple(folders))
+    token = server_token(token_file)
+    if transport == "http" and not is_loopback(host) and token is None:
+        raise ConfigError(f"binding {host} (not loopback) needs a token: set {TOKEN_ENV} in the server's "
+                          "environment or pass --token-file FILE (clients send Authorization: Bearer TOKEN)")
+    redactor = redact_logs(settings)
+    if token:
+        redactor.add([token])
     tools = DocsTools(config, crawl_settings=cmdline_settings(settings),
                       probe_timeout=min(float(settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
-                      user_agent=config.user_agent(settings))
+                      user_agent=config.user_agent(settings), redactor=redactor)
     level = _log_level(settings)
     # Scrapy's log format on stderr; the SDK's own set-up (a Rich console) then leaves it alone.
     logging.basicConfig(level=level, format="%(asctime)s [%(name)s] %(levelname)s: %(message)s", stream=sys.stderr)
+    redact_logs(settings)  # the handler basicConfig added
     server = build_server(tools, log_level=level)
     try:
         if transport == "stdio":
             # The SDK points fd 1 at stderr while it serves: stray prints cannot corrupt the protocol.
             anyio.run(server.run_stdio_async)
         else:
-            anyio.run(_serve_http, server, host, port, level)
+            anyio.run(_serve_http, server, host, port, level, token,
+                      [*config.server_allowed_hosts, *allowed_hosts], config.server_rate_limit)
     finally:
         tools.close()
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
-    """``--transport``, ``--host``, ``--port``: shared by ``scrapy mcp`` and ``docscraper-mcp``."""
+    """``--transport``, ``--host``, ``--port`` and the access options: shared by ``scrapy mcp`` and
+    ``docscraper-mcp``."""
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio",
                         help="stdio (default: the client spawns the server) or http (streamable HTTP)")
-    parser.add_argument("--host", default="127.0.0.1", help="http: the address to listen on (default 127.0.0.1)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help=f"http: the address to listen on (default 127.0.0.1; another needs ${TOKEN_ENV})")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"http: the port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--allow-folder", action="append", default=[], metavar="DIR",
+                        help="a folder clients may register as a file: source (repeatable; default none)")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                        help="http: a Host header name to answer besides the bound address (repeatable)")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help=f"http: read the token clients must send from FILE (default ${TOKEN_ENV})")
+
+
+def serve_options(opts: argparse.Namespace) -> dict[str, Any]:
+    """:func:`serve`'s keyword arguments from the options of :func:`add_server_options`."""
+    return {"transport": opts.transport, "host": opts.host, "port": opts.port, "allow_folders": opts.allow_folder,
+            "allowed_hosts": opts.allowed_host, "token_file": opts.token_file}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -387,9 +641,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     current folder, or ``SCRAPY_SETTINGS_MODULE``), ``-s NAME=VALUE`` on top."""
     from scrapy.utils.project import get_project_settings
 
-    from docscraper.config import ConfigError
+    from docscraper.ops.cli import one_line_errors
 
     parser = argparse.ArgumentParser(prog="docscraper-mcp", description="docscraper's MCP server")
+    one_line_errors(parser)  # bad usage: one error line, exit status 2, as every docscraper command
     add_server_options(parser)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting (repeatable); also passed on to the crawls it starts")
@@ -407,7 +662,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"-s takes NAME=VALUE, got {pair!r}")
         settings.set(name, value, priority="cmdline")
     try:
-        serve(settings, transport=opts.transport, host=opts.host, port=opts.port)
+        serve(settings, **serve_options(opts))
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

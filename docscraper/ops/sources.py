@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import ipaddress
 import logging
 import os
 import re
 import shutil
 import socket
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -55,8 +57,9 @@ from docscraper.content.discovery import (
     sitemaps_from_robots,
 )
 from docscraper.crawl.scope import Scope
-from docscraper.ops.status import run_state
+from docscraper.secrets import check_no_credentials, redact_url
 from docscraper.storage.backends import open_state_store, open_vector_index
+from docscraper.storage.runs import SourceBusy, hold_source, run_state
 from docscraper.storage.state import (
     PageRecord,
     RunRecord,
@@ -71,6 +74,7 @@ from docscraper.storage.vectors import IndexError_, VectorIndex
 from docscraper.urls import normalize_url
 
 __all__ = [
+    "ProbeGuard",
     "ProbeResult",
     "SourceArgumentError",
     "SourceError",
@@ -173,15 +177,20 @@ def validate_name(name: str) -> str:
 
 def _check_url(url: str, what: str = "URL") -> str:
     text = str(url or "").strip()
+    shown = redact_url(text)
+    try:
+        check_no_credentials(text, what)
+    except ValueError as exc:
+        raise SourceArgumentError(str(exc)) from None
     try:
         parts = urlsplit(text)
         parts.port  # noqa: B018 - validates the port
     except ValueError:
-        raise SourceArgumentError(f"{what} {text!r} is not a valid URL") from None
+        raise SourceArgumentError(f"{what} {shown!r} is not a valid URL") from None
     if parts.scheme.lower() not in ("http", "https", "file"):
-        raise SourceArgumentError(f"{what} {text!r}: give an http(s) URL (https://docs.example.com/)")
+        raise SourceArgumentError(f"{what} {shown!r}: give an http(s) URL (https://docs.example.com/)")
     if parts.scheme.lower() != "file" and not parts.hostname:
-        raise SourceArgumentError(f"{what} {text!r} has no host")
+        raise SourceArgumentError(f"{what} {shown!r} has no host")
     return text
 
 
@@ -255,15 +264,24 @@ def _source(store: StateStore | None, name: str) -> SourceRecord:
     return source
 
 
-def _refuse_if_running(store: StateStore, config: DocscraperConfig, source: SourceRecord, doing: str) -> None:
-    """A crawl still writing to the source would fail half-way, or write under the old name: refuse.
-    Running means what ``scrapy status`` says (:func:`docscraper.ops.status.run_state`: a fresh heartbeat)."""
+@contextlib.contextmanager
+def _holding(store: StateStore, config: DocscraperConfig, source: SourceRecord, doing: str) -> Iterator[None]:
+    """Hold the source's lock (:func:`docscraper.storage.runs.hold_source`) while the block changes it: a
+    crawl writing to it would fail half-way, or write under the old name. Refused while a crawl (or another
+    removal) holds it, and while a run of it is running by ``scrapy status`` (a crawl of a version that took
+    no lock)."""
     now, host = utcnow(), socket.gethostname()
     running = [r.run.run_id for r in store.run_states(source.id)
-               if run_state(r, now=now, interval=config.progress_interval, host=host) == "running"]
+               if run_state(r, now=now, timeout=config.heartbeat_timeout, host=host) == "running"]
     if running:
         raise SourceError(f"cannot {doing} source {source.name!r}: a crawl of it is running (run {running[0]}); "
                           "wait for it to finish")
+    try:
+        with hold_source(store, source, purpose="remove" if doing == "remove" else "adopt",
+                         timeout=config.heartbeat_timeout, doing=doing):
+            yield
+    except SourceBusy as exc:
+        raise SourceError(str(exc)) from None
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -325,16 +343,96 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
                          newurl: str) -> urllib.request.Request | None:
         if (urlsplit(newurl).hostname or "").lower() not in self.hosts:
             return None  # urllib then raises HTTPError with the 3xx status
+        if urlsplit(newurl).scheme.lower() not in ("http", "https"):
+            return None
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+class ProbeGuard:
+    """The crawl's SSRF guard (:mod:`docscraper.crawl.ssrf`) over a probe's fetches: each URL is judged before
+    it is fetched, its name resolved and judged, and the address a connection reached is judged again once
+    connected (DNS rebinding). *trusted* are the hosts the operator named (the source's own, as a crawl
+    trusts it); a client of a server names none (:func:`add_source`'s ``trust_host``)."""
+
+    def __init__(self, config: DocscraperConfig, trusted: Sequence[str] = ()) -> None:
+        from docscraper.crawl import ssrf  # the crawl's components; not needed by the other commands
+
+        self.ssrf = ssrf
+        self.config = ssrf.SsrfConfig.from_config(config)
+        self.trusted = {ssrf.normalize_host(host) for host in trusted if host}
+
+    def refusal(self, url: str) -> str | None:
+        """Why *url* must not be fetched, or None (names are resolved here, blocking)."""
+        verdict = self.ssrf.check_url(url, self.config, self.trusted)
+        if verdict.refusal is not None or verdict.resolve is None:
+            return verdict.refusal
+        try:
+            addresses = self.ssrf.resolve_host(verdict.resolve)
+        except (OSError, UnicodeError):
+            return None  # the fetch fails on its own, as a network error
+        return self.ssrf.check_addresses(verdict.resolve, addresses, self.config,
+                                         trusted=verdict.resolve in self.trusted)
+
+    def connected(self, host: str, address: str) -> str | None:
+        """Why a connection to *host* that reached *address* must not be used, or None."""
+        try:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+        except ValueError:
+            return None
+        name = self.ssrf.normalize_host(host)
+        return self.ssrf.check_addresses(name, [ip], self.config, trusted=name in self.trusted)
+
+
+class _Refused(OSError):
+    """A connection the probe's guard refused."""
+
+
+def _guarded(base: type[http.client.HTTPConnection], guard: ProbeGuard) -> type[http.client.HTTPConnection]:
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        def connect(self) -> None:
+            super().connect()
+            refusal = guard.connected(self.host, str(self.sock.getpeername()[0]))
+            if refusal is not None:
+                self.sock.close()
+                raise _Refused(f"refused by the SSRF guard: {refusal}")
+
+    return Guarded
+
+
+class _GuardedHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, guard: ProbeGuard) -> None:
+        super().__init__()
+        self.connection = _guarded(http.client.HTTPConnection, guard)
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self.connection, req)
+
+
+class _GuardedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, guard: ProbeGuard) -> None:
+        self.tls = ssl.create_default_context()
+        super().__init__(context=self.tls)
+        self.connection = _guarded(http.client.HTTPSConnection, guard)
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(self.connection, req, context=self.tls)
+
+
 class _Prober:
-    def __init__(self, hosts: set[str], timeout: float, user_agent: str) -> None:
-        self.opener = urllib.request.build_opener(_SameHostRedirects(hosts))
+    def __init__(self, hosts: set[str], timeout: float, user_agent: str, guard: ProbeGuard | None = None) -> None:
+        handlers: list[urllib.request.BaseHandler] = [_SameHostRedirects(hosts)]
+        if guard is not None:
+            handlers += [_GuardedHTTPHandler(guard), _GuardedHTTPSHandler(guard)]
+        self.opener = urllib.request.build_opener(*handlers)
         self.timeout = timeout
         self.user_agent = user_agent
+        self.guard = guard
 
     def fetch(self, url: str) -> _Fetched:
+        if self.guard is not None and urlsplit(url).scheme.lower() != "file":
+            refusal = self.guard.refusal(url)
+            if refusal is not None:
+                return _Fetched(url, None, error=f"refused by the SSRF guard: {refusal}")
         request = urllib.request.Request(url, headers={"User-Agent": self.user_agent, "Accept": "*/*"})
         try:
             with self.opener.open(request, timeout=self.timeout) as response:
@@ -410,19 +508,20 @@ def _robots(prober: _Prober, url: str, user_agent: str) -> tuple[dict[str, Any],
 
 
 def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
-               user_agent: str | None = None) -> ProbeResult:
+               user_agent: str | None = None, guard: ProbeGuard | None = None) -> ProbeResult:
     """Look at a documentation site once, over plain HTTP: the URL itself, robots.txt, llms.txt and
     llms-full.txt (at the URL's folder, then the host root, or *llms_txt*), and the sitemaps (robots.txt
     ``Sitemap:`` lines, ``sitemap.xml`` at the folder and the root; indexes followed). Redirects are
-    followed only on the URL's host (and *llms_txt*'s). Never raises for what the site answers: an
-    unreachable URL has ``status`` None and says why in ``problems``. A ``file://`` folder is looked at on
-    disk (:func:`_probe_folder`)."""
+    followed only on the URL's host (and *llms_txt*'s). *guard*: the SSRF guard every fetch goes through
+    (:class:`ProbeGuard`). Never raises for what the site answers: an unreachable (or refused) URL has
+    ``status`` None and says why in ``problems``. A ``file://`` folder is looked at on disk
+    (:func:`_probe_folder`)."""
     url = _check_url(url)
     agent = user_agent or USER_AGENT
     hosts = {(urlsplit(url).hostname or "").lower()}
     if llms_txt:
         hosts.add((urlsplit(_check_url(llms_txt, "llms_txt")).hostname or "").lower())
-    prober = _Prober(hosts, timeout, agent)
+    prober = _Prober(hosts, timeout, agent, guard)
     if urlsplit(url).scheme.lower() == "file":
         return _probe_folder(url, llms_txt, prober)
     problems: list[str] = []
@@ -553,20 +652,33 @@ def _probe_folder(url: str, llms_txt: str | None, prober: _Prober) -> ProbeResul
 def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence[str] = (),
                block: Sequence[str] = (), max_depth: int | None = None, max_pages: int | None = None,
                llms_txt: str | None = None, probe: bool = True, timeout: float = 10.0,
-               user_agent: str | None = None, render: str | None = None) -> tuple[SourceInfo, ProbeResult | None]:
+               user_agent: str | None = None, render: str | None = None,
+               trust_host: bool = True) -> tuple[SourceInfo, ProbeResult | None]:
     """Register a source called *name* for *url* with its scope, after probing the site (unless *probe*
     is false). *render* (``js`` or ``none``) is stored for :mod:`docscraper.crawl.rendering`. A name in use, a URL registered under another name, or a site that cannot be reached (or
     answers 4xx/5xx) is a :class:`SourceError` and nothing is stored. A source that a crawl of *url*
-    created on its own is adopted (module docstring)."""
+    created on its own is adopted (module docstring).
+
+    The probe goes through the crawl's SSRF guard (``DOCSCRAPER_SSRF_GUARD_ENABLED``). *trust_host*: whether
+    the source's own host is trusted as a crawl trusts it (a private or loopback address the operator named);
+    a server registering a client's URL passes False, which is stored (``scope["trust_host"]``) so that the
+    source's crawls grant it nothing either: only ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` lets such a host in."""
     validate_name(name)
     url = _check_url(url)
     scope = _scope(url, allow, block, max_depth, max_pages, llms_txt, render)
+    if not trust_host:
+        scope["trust_host"] = False
     normalized = normalize_url(url)
     # Conflicts are found before the network is asked, and asked again before anything is written.
     with _open_store(config, create=False) as store:
         if store is not None:
             _check_conflicts(store, name, normalized)
-    result = probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent) if probe else None
+    guard = None
+    if config.ssrf_guard_enabled:
+        trusted = [urlsplit(u).hostname or "" for u in (url, llms_txt) if u] if trust_host else []
+        guard = ProbeGuard(config, trusted)
+    result = (probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent, guard=guard)
+              if probe else None)
     if result is not None and (result.status is None or not 200 <= result.status < 400):
         # a local folder that is missing, unreadable or empty is bad input, not a site that is down
         error = SourceArgumentError if urlsplit(url).scheme.lower() == "file" else SourceError
@@ -579,22 +691,22 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
             if record.url != normalized or not record.registered:  # lost a race for the name
                 raise SourceError(f"source {name!r} exists already ({record.url})")
         else:
-            _refuse_if_running(store, config, implicit, "adopt")
-            if implicit.name != name:
-                index = _open_index(config)
-                if index is not None:
-                    try:
-                        moved = index.rename_source(implicit.name, name)
-                    except Exception as exc:
-                        raise SourceError(f"cannot relabel the chunks of {implicit.name!r} in {index.location}: "
-                                          f"{exc.__class__.__name__}: {exc}") from exc
-                    finally:
-                        index.close()
-                    logger.info("Relabelled %d chunks of %s as %s", moved, implicit.name, name)
-            store.update_source(implicit.id, name=name, scope=scope, registered=True)
-            old_reports, new_reports = config.runs_dir / implicit.name, config.runs_dir / name
-            if implicit.name != name and old_reports.is_dir() and not new_reports.exists():
-                old_reports.rename(new_reports)
+            with _holding(store, config, implicit, "adopt"):
+                if implicit.name != name:
+                    index = _open_index(config)
+                    if index is not None:
+                        try:
+                            moved = index.rename_source(implicit.name, name)
+                        except Exception as exc:
+                            raise SourceError(f"cannot relabel the chunks of {implicit.name!r} in {index.location}: "
+                                              f"{exc.__class__.__name__}: {exc}") from exc
+                        finally:
+                            index.close()
+                        logger.info("Relabelled %d chunks of %s as %s", moved, implicit.name, name)
+                store.update_source(implicit.id, name=name, scope=scope, registered=True)
+                old_reports, new_reports = config.runs_dir / implicit.name, config.runs_dir / name
+                if implicit.name != name and old_reports.is_dir() and not new_reports.exists():
+                    old_reports.rename(new_reports)
             logger.info("Adopted source %s (%s) as %s", implicit.name, normalized, name)
         summary = store.list_sources(name)
     return _info(summary[0]), result
@@ -636,18 +748,18 @@ def remove_source(config: DocscraperConfig, name: str) -> dict[str, int]:
     with _open_store(config, create=False) as store:
         source = _source(store, name)
         assert store is not None
-        _refuse_if_running(store, config, source, "remove")
-        chunks = 0
-        index = _open_index(config)
-        if index is not None:
-            try:
-                chunks = index.delete_source(name)
-            except Exception as exc:
-                raise SourceError(f"source {name!r} not removed: its chunks could not be deleted from "
-                                  f"{index.location}: {exc.__class__.__name__}: {exc}") from exc
-            finally:
-                index.close()
-        counts = store.delete_source(source.id)
+        with _holding(store, config, source, "remove"):
+            chunks = 0
+            index = _open_index(config)
+            if index is not None:
+                try:
+                    chunks = index.delete_source(name)
+                except Exception as exc:
+                    raise SourceError(f"source {name!r} not removed: its chunks could not be deleted from "
+                                      f"{index.location}: {exc.__class__.__name__}: {exc}") from exc
+                finally:
+                    index.close()
+            counts = store.delete_source(source.id)
     reports = config.runs_dir / name
     if reports.is_dir():
         shutil.rmtree(reports, ignore_errors=True)
