@@ -272,7 +272,7 @@ def test_api_signature_and_field_list(alabaster: Extracted) -> None:
 
 
 def test_admonition_title(alabaster: Extracted) -> None:
-    assert "**Warning**\n\nWidgets are not thread-safe." in alabaster.markdown
+    assert "\n> **Warning:** Widgets are not thread-safe.\n" in alabaster.markdown
 
 
 def test_nested_lists(plain: Extracted, material: Extracted) -> None:

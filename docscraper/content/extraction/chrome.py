@@ -4,7 +4,10 @@ heading anchors, copy buttons and hidden elements, recognized and removed before
 The heuristics know the class names of the common documentation generators (Sphinx and its themes,
 MkDocs and Material, Docusaurus, rustdoc, Javadoc, Doxygen, DocBook, Texinfo, GitBook, VitePress,
 Starlight, Docsy) and fall back to generic names, ARIA roles and link density. An element is never
-removed when it holds the page's main content.
+removed when it holds the page's main content, and a heading's words are never chrome: a heading is
+removed only when it is hidden, and an element inside one (mdBook's ``<a class="header" href="#id">``)
+only when the heading keeps its words without it (a permalink symbol, Sphinx's ``headerlink``, goes).
+A link inside a heading to an anchor of the page keeps its words and loses the link.
 """
 
 from __future__ import annotations
@@ -161,6 +164,12 @@ def _is_chrome_link(el: Node) -> bool:
     return bool(words) and len(words) < 60 and _CHROME_LINK_TEXT_RE.match(words) is not None
 
 
+def _carries_heading_text(el: Node, heading: Node) -> bool:
+    """Whether ``el``, inside ``heading``, holds its words: without it the heading would say nothing."""
+    own = text(el)
+    return not _SYMBOL_ONLY_RE.match(own) and text_len(heading) <= len("".join(own.split()))
+
+
 def is_chrome(el: Node) -> bool:
     """Whether ``el`` is site chrome or invisible, judged on its own (not its position)."""
     name = el.tag
@@ -175,6 +184,11 @@ def is_chrome(el: Node) -> bool:
         return not _holds_main(el, heading=True)
     if name == "a" and _is_chrome_link(el):
         return True
+    if name in HEADING_NAMES:
+        return False
+    heading = next(el.iterancestors(*HEADING_NAMES), None)
+    if heading is not None and _carries_heading_text(el, heading):
+        return False
     if name in ("nav", "footer") or role in ("navigation", "contentinfo", "search"):
         return not _holds_main(el, heading=False)
     if name == "header" or role == "banner":

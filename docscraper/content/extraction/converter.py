@@ -11,11 +11,20 @@ exactly what the Markdown must hold:
   bold paragraphs, definitions plain blocks (indented definitions would read as code in CommonMark);
 * reStructuredText's indentation blockquotes, and quotes around code or tables, become plain blocks, so
   that fences and pipes are not hidden behind ``> ``;
-* admonition titles and rubrics become bold paragraphs, ``<summary>`` a bold paragraph, ``<details>``,
+* admonitions become quotes led by their label, ``> **Note:** text`` (every paragraph quoted): Sphinx's
+  and MkDocs's ``div.admonition`` with its ``p.admonition-title``, DocBook's ``div.note`` (``warning``,
+  ``tip``, ...) with its ``h3.title`` or its layout table (``<th>`` label), asciidoc's and asciidoctor's
+  ``div.admonitionblock`` table (``td.icon`` label, ``td.content``). One that holds code, a table or a
+  definition list is a plain block led by the label, so that fences and pipes stay unquoted;
+* rubrics become bold paragraphs, ``<summary>`` a bold paragraph, ``<details>``,
   ``<figure>`` and the sectioning elements plain blocks;
 * links and images get absolute, safe URLs (:class:`~docscraper.content.extraction.links.LinkResolver`);
   images in headings and table cells become their alt text; MathML becomes its TeX annotation;
-* a table inside a table cell becomes its text; rows without cells go.
+* a table inside a table cell becomes its text; rows without cells go;
+* superscripts and subscripts stay inline HTML (html-to-markdown's ``sup_symbol``/``sub_symbol``):
+  ``2<sup>32</sup>``, ``H<sub>2</sub>O``. CommonMark and GFM render inline HTML, the text keeps ``2`` and
+  ``32`` apart for search and embedding, and no Markdown reading is ambiguous (Pandoc's ``H~2~O`` is
+  strikethrough in GFM);
 
 The Markdown is then normalized (:func:`~docscraper.content.extraction.normalize.normalize_markdown`).
 """
@@ -34,6 +43,7 @@ from docscraper.content.extraction._dom import (
     collapse_ws,
     has_ancestor,
     has_descendant,
+    prepend,
     replace,
     replace_with_text,
     text,
@@ -61,6 +71,8 @@ _OPTIONS = html_to_markdown.ConversionOptions(
     hidden_content="all",  # hidden content was judged already (tab panels stay)
     expand_abbreviations=False,
     include_blockquote_citations=False,
+    sup_symbol="<sup>",  # html-to-markdown closes a symbol that is a tag: 2<sup>32</sup>
+    sub_symbol="<sub>",
     preprocessing=html_to_markdown.PreprocessingOptions(enabled=False),
 )
 
@@ -69,12 +81,21 @@ _INLINE_CONTEXT = HEADING_NAMES | {"td", "th"}
 _SIGNATURE_TOKENS = frozenset({"sig", "sig-object"})
 _SIGNATURE_NAME_TOKENS = frozenset({"descname", "sig-name", "category", "def-name"})
 _BOLD_PARAGRAPH_TOKENS = frozenset({"admonition-title", "rubric", "topic-title", "sidebar-title"})
+#: Class tokens of admonitions (DocBook, Sphinx and MkDocs name the kind); the kind alone marks one
+#: only with a title element (a plain ``div.note`` is no admonition).
+_ADMONITION_TOKENS = frozenset({"admonition", "admonitionblock"})
+_ADMONITION_KINDS = frozenset(
+    {"note", "tip", "hint", "warning", "caution", "important", "danger", "attention", "error", "seealso", "todo"}
+)
+_TITLE_TOKENS = frozenset({"admonition-title", "title", "admonitionheading", "admonition-heading"})
 _DEF_TOKEN_RE = re.compile(r"^(?:first-)?def[a-z]+$")
 _BLOCKS = ("details", "figure", "main", "header", "footer", "aside", "nav", "center", "fieldset", "dl", "dd")
 _UNQUOTED_BLOCKS = ("pre", "table", "dl")
 _EDGE_RULES_RE = re.compile(r"\A(?:\s*---[ \t]*\n)+|(?:\n[ \t]*---)+\s*\Z")
 INVISIBLE_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
 HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
+#: The first line of an admonition's quote (:func:`_rewrite_admonitions`).
+_ADMONITION_LEAD_RE = re.compile(r"^> \*\*[^*\n]{1,40}:\*\* ")
 _ATX_RE = re.compile(r"^(#{1,6}) (.*)$")
 _INLINE_CODE = ("code", "kbd", "samp", "tt")
 _PRE_BLOCK_RE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
@@ -190,6 +211,90 @@ def _rewrite_blocks(root: Node) -> None:
             replace_with_text(math, f"${tex}$")
 
 
+def _admonition_parts(el: Node, found: set[str]) -> tuple[str, list[Node | str]] | None:
+    """An admonition's label and its content (text and elements, in order), or None if ``el`` is none."""
+    children = [child for child in el if isinstance(child.tag, str)]
+    first = children[0] if children else None
+    label_el: Node | None = None
+    content: Node = el
+    if first is not None and first.tag == "table" and len(children) == 1:
+        # DocBook XSL (a <th> label) and asciidoc (td.icon, td.content): the content is the last cell
+        cells = list(first.iter("td", "th"))
+        body = [c for c in cells if "content" in tokens(c)] or [
+            c for c in cells if c.tag == "td" and (collapse_ws(text(c)) or has_descendant(c, ("p",)))
+        ]
+        if not body:
+            return None
+        content = body[-1]
+        label_el = next((c for c in cells if c.tag == "th" or "icon" in tokens(c)), None)
+        label = collapse_ws(text(label_el)) if label_el is not None else ""
+        if not label and label_el is not None:
+            label = next(
+                (attr(n, "alt") or attr(n, "title") for n in label_el.iter() if n.get("alt") or n.get("title")), ""
+            )
+        label = label.strip("[]")
+    elif first is not None and (first.tag in HEADING_NAMES or set(tokens(first, with_id=False)) & _TITLE_TOKENS):
+        label_el = first
+        label = collapse_ws(text(first))
+    elif found & _ADMONITION_TOKENS:
+        label = ""
+    else:
+        return None
+    if not label:
+        kind = next((t for t in found if t in _ADMONITION_KINDS), "")
+        label = kind.capitalize() if kind else ""
+    parts: list[Node | str] = [content.text] if content.text else []
+    parts += [
+        child
+        for child in content
+        if child is not label_el and not (label_el is not None and any(a is child for a in label_el.iterancestors()))
+    ]
+    label = label.rstrip(":").strip()
+    return (label.capitalize() if label.islower() else label), parts  # Docusaurus capitalizes with CSS
+
+
+def _rewrite_admonitions(root: Node) -> None:
+    """Each admonition as a quote (or a plain block around code) led by ``**Label:**``."""
+    for el in list(root.iter("div", "aside")):
+        found = set(tokens(el, with_id=False))
+        if not found & (_ADMONITION_TOKENS | _ADMONITION_KINDS) or has_ancestor(el, _INLINE_CONTEXT):
+            continue
+        parts = _admonition_parts(el, found)
+        if parts is None:
+            continue
+        label, content = parts
+        quote = el.makeelement("blockquote", {})
+        for part in content:
+            if isinstance(part, str):
+                quote.text = part
+            else:
+                quote.append(part)  # an element moves with its tail
+        if has_descendant(quote, _UNQUOTED_BLOCKS):
+            quote.tag = "div"
+        if label:
+            strong = quote.makeelement("strong", {})
+            strong.text = label + ":"
+            lead = quote
+            while not (lead.text or "").strip() and len(lead) and lead[0].tag in ("div", "section"):
+                lead = lead[0]
+            if not (lead.text or "").strip() and len(lead) and lead[0].tag == "p":
+                lead = lead[0]
+            elif (lead.text or "").strip() and lead.tag != "p":
+                paragraph = quote.makeelement("p", {})
+                paragraph.text, lead.text = lead.text, None
+                while len(lead) and lead[0].tag not in ("p", "div", "ul", "ol", "pre", "table", "dl", "blockquote"):
+                    paragraph.append(lead[0])
+                prepend(lead, paragraph)
+                lead = paragraph
+            else:
+                lead = quote.makeelement("p", {})
+                prepend(quote, lead)
+                lead.tail = None
+            prepend(lead, strong)
+            strong.tail = " " + (strong.tail or "").lstrip()
+        replace(el, quote)
+
+
 def _rewrite_links(root: Node, resolve: LinkResolver) -> None:
     for a in list(root.iter("a")):
         if has_ancestor(a, ("code", "kbd", "samp")):
@@ -273,8 +378,15 @@ def _finish(markdown: str) -> str:
                 if not words:
                     continue
                 line = f"{heading.group(1)} {words}"
-            elif fence is None and line[:1] == ">" and out and out[-1] and out[-1][:1] != ">":
-                out.append("")  # html-to-markdown can run a quote into the list before it
+            elif (
+                fence is None
+                and line[:1] == ">"
+                and out
+                and out[-1]
+                and (out[-1][:1] != ">" or (out[-1].rstrip() != ">" and _ADMONITION_LEAD_RE.match(line)))
+            ):
+                # html-to-markdown can run a quote into the list before it, and two quotes into one
+                out.append("")
         out.append(line)
     markdown = "\n".join(out)
     # A leading "---" would read as YAML front matter to the next tool; edge rules carry nothing. (The
@@ -290,6 +402,7 @@ def to_markdown(main: Node, resolve: LinkResolver) -> str:
     _rewrite_code(main)
     _rewrite_definitions(main)
     _rewrite_blocks(main)
+    _rewrite_admonitions(main)
     _rewrite_links(main, resolve)
     _rewrite_inline_code(main)
     html = _clean_markup(etree.tostring(main, method="html", encoding="unicode", with_tail=False))

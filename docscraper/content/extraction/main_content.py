@@ -1,4 +1,10 @@
-"""Main-content selection: the element of a page that holds its documentation, per generator."""
+"""Main-content selection: the element of a page that holds its documentation, per generator.
+
+A container chosen without the page's ``<h1>`` gets the document's own header back: the block just before
+it that holds the ``<h1>`` with words of its own beside it (asciidoc's and asciidoctor's ``<div
+id="header">``: a man page's title and its NAME line) is moved to the container's start. A block that
+is only a heading (a site name in a menu bar) or mostly links stays out.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from docscraper.content.extraction._dom import Node, attr, classes, text_len
+from docscraper.content.extraction._dom import Node, attr, classes, has_descendant, prepend, text_len
 
 __all__ = ["find_main"]
 
@@ -139,5 +145,40 @@ def find_main(body: Node) -> Node:
         # Several sibling <article>s (a blog index): no single one is the page.
         if not specific and len(outermost) > 1 and length(best) < 0.6 * sum(map(length, outermost)):
             continue
+        _take_own_header(body, best)
         return best
     return body
+
+
+def _link_chars(el: Node) -> int:
+    return sum(text_len(a) for a in el.iterdescendants("a"))
+
+
+def _take_own_header(body: Node, main: Node) -> None:
+    """Move the document's own header (the block holding the page's ``<h1>`` just before ``main``) into
+    ``main``, when ``main`` has no ``<h1>`` of its own."""
+    if has_descendant(main, ("h1",)):
+        return
+    h1 = next(body.iter("h1"), None)
+    if h1 is None:
+        return
+    # The branch of main's ancestry that the header sits beside: main, or the ancestor of main whose
+    # previous sibling holds the <h1>.
+    branch = main
+    while branch is not body:
+        block = branch.getprevious()
+        while block is not None and not isinstance(block.tag, str):
+            block = block.getprevious()
+        if block is not None:
+            if block is h1 or not any(a is block for a in h1.iterancestors()):
+                return  # the <h1> is not in the block just before: no header of main's
+            break
+        branch = branch.getparent()
+        if branch is None:
+            return
+    else:
+        return
+    words = text_len(block)
+    if words - text_len(h1) <= 0 or words >= text_len(main) or 2 * _link_chars(block) >= words:
+        return
+    prepend(main, block)

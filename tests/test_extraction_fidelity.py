@@ -1,0 +1,157 @@
+"""Extraction fidelity, each rule on small pages in the shape of the generators' markup: a heading's words
+are never chrome, a document's own header is content, superscripts and subscripts, admonitions."""
+
+from __future__ import annotations
+
+import pytest
+
+from docscraper.content.extraction import extract_html
+
+URL = "https://docs.example.org/page.html"
+
+# mdBook: every heading's text is a link to the heading itself, with class "header".
+MDBOOK = """<!DOCTYPE html><html lang="en"><head><title>Getting started - The Book</title></head>
+<body><nav id="sidebar" class="sidebar" aria-label="Table of contents"><div class="sidebar-scrollbox">
+<ol class="chapter"><li class="chapter-item"><a href="intro.html">Introduction</a></li>
+<li class="chapter-item"><a href="start.html" class="active">Getting started</a></li></ol></div></nav>
+<div id="page-wrapper" class="page-wrapper"><div class="page">
+<div id="menu-bar" class="menu-bar sticky"><div class="left-buttons"><button id="sidebar-toggle"></button></div>
+<h1 class="menu-title">The Book</h1><div class="right-buttons"><a href="print.html" title="Print"><i class="fa fa-print"></i></a></div></div>
+<div id="content" class="content"><main>
+<h1 id="getting-started"><a class="header" href="#getting-started">Getting started</a></h1>
+<p>Install the toolchain first, then create a project with cargo new and build it.</p>
+<h2 id="installation"><a class="header" href="#installation">Installation</a></h2>
+<p>Download the installer for your platform and run it in a terminal window.</p>
+<h3 id="on-linux"><a class="header" href="#on-linux">On <code>Linux</code></a></h3>
+<p>Use the shell script that the project publishes for every release of the tools.</p>
+</main><nav class="nav-wrapper" aria-label="Page navigation"><a rel="next" href="next.html" class="mobile-nav-chapters next">Next</a></nav>
+</div></div></div></body></html>"""
+
+# Sphinx: the permalink after the heading's words goes; an "edit" link beside the words goes too.
+SPHINX_HEADINGS = """<html><body><div class="body" role="main"><section id="usage">
+<h1>Usage<a class="headerlink" href="#usage" title="Link to this heading">¶</a></h1>
+<p>How to use the widgets module in your own programs, with examples.</p>
+<h2 id="x">Options <a class="edit-link header-anchor" href="#x">#</a></h2><p>The options it takes.</p>
+</section></div></body></html>"""
+
+# asciidoc (git's manual pages): the header block holds the title and the NAME section.
+ASCIIDOC_MAN = """<!DOCTYPE html><html lang="en"><head><title>git-worktree(1)</title></head><body class="manpage">
+<div id="header"><h1>git-worktree(1) Manual Page</h1><h2>NAME</h2><div class="sectionbody">
+<p>git-worktree - Manage multiple working trees</p></div></div>
+<div id="content"><div class="sect1"><h2 id="_synopsis">SYNOPSIS</h2><div class="sectionbody">
+<div class="verseblock"><pre class="content"><em>git worktree add</em> [-f] [--detach] &lt;path&gt; [&lt;commit-ish&gt;]</pre>
+<div class="attribution"></div></div></div></div>
+<div class="sect1"><h2 id="_description">DESCRIPTION</h2><div class="sectionbody"><div class="paragraph">
+<p>Manage multiple working trees attached to the same repository. A git repository can support multiple
+working trees, allowing you to check out more than one branch at a time.</p></div></div></div></div>
+<div id="footnotes"><hr></div><div id="footer"><div id="footer-text">Last updated 2023-08-21</div></div>
+</body></html>"""
+
+# asciidoctor: the same page as Asciidoctor writes it.
+ASCIIDOCTOR_MAN = """<!DOCTYPE html><html lang="en"><head><title>git-worktree(1)</title></head><body class="manpage">
+<div id="header"><h1>git-worktree(1) Manual Page</h1><h2 id="_name">NAME</h2><div class="sectionbody">
+<p>git-worktree - Manage multiple working trees</p></div></div>
+<div id="content"><div class="sect1"><h2 id="_synopsis">SYNOPSIS</h2><div class="sectionbody">
+<div class="verseblock"><pre class="content"><em>git worktree add</em> [-f] &lt;path&gt;</pre></div></div></div>
+<div class="sect1"><h2 id="_description">DESCRIPTION</h2><div class="sectionbody"><div class="paragraph">
+<p>Manage multiple working trees attached to the same repository. A git repository can support multiple
+working trees, allowing you to check out more than one branch at a time.</p></div></div></div></div>
+<div id="footer"><div id="footer-text">Last updated 2023-08-21 10:00:00 +0200</div></div></body></html>"""
+
+
+def test_mdbook_headings_keep_their_words() -> None:
+    markdown = extract_html(MDBOOK, URL).markdown
+    assert markdown.startswith("# Getting started\n\nInstall the toolchain")
+    assert "\n## Installation\n\nDownload" in markdown
+    assert "\n### On `Linux`\n\nUse the shell" in markdown
+    assert "](#" not in markdown and "The Book" not in markdown and "Next" not in markdown
+
+
+def test_heading_permalinks_and_links_beside_the_words_still_go() -> None:
+    markdown = extract_html(SPHINX_HEADINGS, URL).markdown
+    assert markdown.startswith("# Usage\n\nHow to use")
+    assert "\n## Options\n\nThe options it takes.\n" in markdown
+    assert "¶" not in markdown and "#x" not in markdown
+
+
+@pytest.mark.parametrize("page", [ASCIIDOC_MAN, ASCIIDOCTOR_MAN], ids=["asciidoc", "asciidoctor"])
+def test_a_man_pages_own_header_is_content(page: str) -> None:
+    extracted = extract_html(page, URL)
+    assert extracted.title == "git-worktree(1) Manual Page"
+    assert extracted.markdown.startswith(
+        "# git-worktree(1) Manual Page\n\n## NAME\n\ngit-worktree - Manage multiple working trees\n\n## SYNOPSIS\n"
+    )
+    assert "Last updated" not in extracted.markdown
+
+
+def test_a_site_name_before_the_content_stays_out() -> None:
+    # a menu bar's <h1> (only a heading, no words of its own) is no header of the content without one
+    page = MDBOOK.replace(
+        '<h1 id="getting-started"><a class="header" href="#getting-started">Getting started</a></h1>', ""
+    )
+    markdown = extract_html(page, URL).markdown
+    assert markdown.startswith("Install the toolchain") and "The Book" not in markdown
+
+
+def test_superscripts_and_subscripts_keep_their_meaning() -> None:
+    markdown = extract_html(
+        "<p>At most 2<sup>32</sup> entries, from -(2<sup>7</sup>) to 2<sup>7</sup>-1; H<sub>2</sub>O;"
+        " x<sup>n+1</sup>.</p><h2>O(n<sup>2</sup>) sorting</h2><p>Quadratic in the worst case of all.</p>",
+        URL,
+    ).markdown
+    assert (
+        "At most 2<sup>32</sup> entries, from -(2<sup>7</sup>) to 2<sup>7</sup>-1; H<sub>2</sub>O; x<sup>n+1</sup>."
+        in markdown
+    )
+    assert "\n## O(n<sup>2</sup>) sorting\n" in markdown
+
+
+ADMONITIONS = {
+    "sphinx": '<div class="admonition note"><p class="admonition-title">Note</p><p>{a}</p><p>{b}</p></div>',
+    "mkdocs-material": '<div class="admonition warning"><p class="admonition-title">Warning</p><p>{a}</p><p>{b}</p></div>',
+    "docusaurus": (
+        '<div class="theme-admonition theme-admonition-note alert alert--secondary admonition_xJq3">'
+        '<div class="admonitionHeading_Gvgb"><span class="admonitionIcon_Rf37"><svg><path d="M6"></path></svg></span>note</div>'
+        '<div class="admonitionContent_BuS1"><p>{a}</p><p>{b}</p></div></div>'
+    ),
+    "docbook": '<div class="note"><h3 class="title">Note</h3><p>{a}</p><p>{b}</p></div>',
+    "docbook-table": (
+        '<div class="note" style="margin-left: 0.5in; margin-right: 0.5in;"><table border="0" summary="Note">'
+        '<tr><td rowspan="2" align="center" valign="top" width="25"><img alt="[Note]" src="images/note.png"></td>'
+        '<th align="left">Note</th></tr><tr><td align="left" valign="top"><p>{a}</p><p>{b}</p></td></tr></table></div>'
+    ),
+    "asciidoc": (
+        '<div class="admonitionblock"><table><tr><td class="icon"><div class="title">Note</div></td>'
+        '<td class="content"><div class="paragraph"><p>{a}</p></div><div class="paragraph"><p>{b}</p></div></td>'
+        "</tr></table></div>"
+    ),
+    "asciidoctor-icons": (
+        '<div class="admonitionblock note"><table><tr><td class="icon"><i class="fa icon-note" title="Note"></i></td>'
+        '<td class="content"><div class="paragraph"><p>{a}</p></div><div class="paragraph"><p>{b}</p></div></td>'
+        "</tr></table></div>"
+    ),
+}
+
+
+@pytest.mark.parametrize("markup", ADMONITIONS.values(), ids=ADMONITIONS.keys())
+def test_admonitions_are_quotes_led_by_their_label(markup: str) -> None:
+    page = "<div class='body'><h1>Guide</h1><p>Before.</p>" + markup.format(a="First part.", b="Second part.")
+    page += "<p>After the note.</p></div>"
+    label = "Warning" if "warning" in markup else "Note"
+    assert extract_html(page, URL).markdown == (
+        f"# Guide\n\nBefore.\n\n> **{label}:** First part.\n>\n> Second part.\n\nAfter the note.\n"
+    )
+
+
+def test_admonitions_side_by_side_stay_apart_and_code_stays_unquoted() -> None:
+    page = (
+        '<div class="body"><div class="admonition note"><p class="admonition-title">Note</p><p>One.</p></div>'
+        '<div class="admonition tip"><p class="admonition-title">Tip</p><p>Two.</p></div>'
+        '<div class="admonition warning"><p class="admonition-title">Warning</p><p>Run:</p>'
+        '<div class="highlight-python"><pre>rm -rf build</pre></div></div><p>A div.note without a title is text.</p>'
+        '<div class="note"><p>Plain.</p></div></div>'
+    )
+    assert extract_html(page, URL).markdown == (
+        "> **Note:** One.\n\n> **Tip:** Two.\n\n**Warning:** Run:\n\n```python\nrm -rf build\n```\n\n"
+        "A div.note without a title is text.\n\nPlain.\n"
+    )
