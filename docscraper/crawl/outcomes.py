@@ -5,7 +5,7 @@ claimed", "this page failed" and "this page was processed" into ledger entries u
 so every component records them the same way. It also keeps the failures the state database must learn at
 close (404 and 410 counts, DESIGN rule 4).
 
-Stats (``docscraper/...``): ``pages_refused/<reason>``, ``pages_failed``, ``pages_<change>``, and every
+Stats (``docscraper/...``): ``pages_refused/<reason>`` (``noindex`` included), ``pages_failed``, ``pages_<change>``, and every
 counter of the report's ``counters`` (:meth:`RunOutcomes.count`).
 """
 
@@ -103,6 +103,29 @@ class RunOutcomes:
         self.stat("pages_refused/duplicateContent")
         self.ledger.record(key, "skipped", "duplicateContent", fetched_at=fetched_at, url=url, pageId=pid,
                            detail=f"same content as {of}", aliasOf=holder, **details)
+
+    def noindex(self, key: str, url: str, pid: str, detail: str, *, fetched_at: str | None, **details: Any) -> None:
+        """Page *pid*, fetched, asks not to be indexed (robots ``noindex``): reached, skipped, never chunked. If the
+        index holds it, :meth:`noindex_retirements` names it at close."""
+        self.ledger.reached.add(pid)
+        self.stat("pages_refused/noindex")
+        self.ledger.record(key, "skipped", "noindex", fetched_at=fetched_at, url=url, pageId=pid, detail=detail,
+                           **details)
+
+    def noindex_retirements(self) -> dict[str, str]:
+        """Pages the index holds that said ``noindex`` this run: page id -> report key. The page said so itself,
+        so they are retired at close whether or not the run may remove orphans (DESIGN rule 3 is about pages
+        not reached)."""
+        assert self.target is not None
+        retire: dict[str, str] = {}
+        for key, entry in self.ledger.items.items():
+            pid = entry.get("pageId")
+            if entry["status"] != "skipped" or entry["statusReason"] != "noindex" or not pid:
+                continue
+            prev = self.target.known.get(pid)
+            if prev is not None and prev.status == "active":
+                retire.setdefault(pid, key)
+        return retire
 
     def processed(self, key: str, change: str, fetched_at: str | None, **details: Any) -> None:
         """A page that went through the pipelines (or was found unchanged)."""

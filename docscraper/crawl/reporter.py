@@ -8,9 +8,9 @@ has opened the run (:data:`~docscraper.crawl.signals.run_opened`), and when the 
 1. writes the failures the state must count (consecutive 404s);
 2. in a shared run, publishes this worker's part and, if it is the last worker to close, merges every part
    (:meth:`~docscraper.crawl.ledger.RunLedger.close_worker`);
-3. removes orphans and retires gone pages when the removal gate allows it (:meth:`RunReporter.removal_gate`),
-   chunks first, then state rows (DESIGN rule 1), within ``DOCSCRAPER_MAX_DELETE_RATIO`` unless
-   ``DOCSCRAPER_FORCE_DELETE``;
+3. retires the pages the index holds that said ``noindex`` this run, gate or not; removes orphans and
+   retires gone pages when the removal gate allows it (:meth:`RunReporter.removal_gate`), chunks first, then
+   state rows (DESIGN rule 1), within ``DOCSCRAPER_MAX_DELETE_RATIO`` unless ``DOCSCRAPER_FORCE_DELETE``;
 4. writes ``runs/<source>/<run-id>.json`` and ``crawl-metadata.json`` (:mod:`docscraper.crawl.report`) and finishes
    the run's row.
 
@@ -145,6 +145,27 @@ class RunReporter:
         await self.crawler.signals.send_catch_log_async(pages_removed, resources=resources, pages=pages)
         return removed
 
+    async def _retire_noindex(self, target: CrawlTarget, active: dict[str, Any]) -> int:
+        """Retire the pages the index holds that said ``noindex`` this run, whatever the removal gate: each was
+        fetched and asked for it. Their entries become ``removed``. Pages whose chunks could not be deleted are
+        marked for a full fetch next run (a 304 would keep them), which decides them again."""
+        noindex = self.outcomes.noindex_retirements()
+        if not noindex:
+            return 0
+        store = self.resources.store
+        assert store is not None
+        pids = sorted(noindex)
+        removed = await self._remove(target, pids)
+        if not removed:
+            await self.resources.db(store.mark_reindex, target.source.id, pids)
+            return 0
+        for pid in pids:
+            entry = self.ledger.items[noindex[pid]]
+            self.ledger.record(noindex[pid], "success", "removed", fetched_at=entry.get("fetchedAt"),
+                               url=active[pid].url, pageId=pid, detail=f"noindex ({entry.get('detail')})")
+        self.outcomes.stat("pages_removed", len(pids))
+        return removed
+
     def _orphans(self, target: CrawlTarget) -> list[str]:
         ledger = self.ledger
         active = {pid for pid, rec in target.known.items() if rec.status == "active"}
@@ -207,8 +228,9 @@ class RunReporter:
         now = utcnow()
         removal: dict[str, Any] = {"performed": False, "reason": "", "candidates": 0, "removed": 0,
                                    "refusedByCap": False, "retired": 0}
-        gate = self.removal_gate(reason, target)
         active = {pid: rec for pid, rec in target.known.items() if rec.status == "active"}
+        removal["noindex"] = await self._retire_noindex(target, active)
+        gate = self.removal_gate(reason, target)
         orphans = self._orphans(target)
         removal["candidates"] = len(orphans)
         if gate is not None:
@@ -316,7 +338,7 @@ class RunReporter:
         assert resources.store is not None
         by_page = {entry.get("pageId"): entry for entry in self.ledger.items.values() if entry.get("pageId")}
         gone = sorted(pid for pid, rec in target.known.items() if rec.status == "alias" and (
-            pid not in self.ledger.reached or by_page.get(pid, {}).get("statusReason") in ("brokenLink", "gone")))
+            pid not in self.ledger.reached or by_page.get(pid, {}).get("statusReason") in ("brokenLink", "gone", "noindex")))
         if gone:
             await resources.db(resources.store.mark_removed, target.source.id, gone, self.ledger.run_id, utcnow())
             self.outcomes.count("aliases_removed", len(gone))

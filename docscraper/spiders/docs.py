@@ -14,6 +14,11 @@ Depth: the seed is 0, llms/sitemap pages are 1, a link on a page at depth d is d
 ``docscraper_page_id``, ``docscraper_finder``, ``docscraper_depth`` and ``docscraper_key`` meta keys, and
 ``docscraper_page_url`` when the URL fetched is a Markdown twin (``page.html.md``) of the page.
 
+Robots directives: a page whose ``<meta name="robots">`` (or ``<meta name="docscraper">``) or ``X-Robots-Tag``
+header says ``noindex`` (or ``none``) yields no item; its links are followed and it is recorded ``skipped``
+``noindex`` (a page the index held is retired at close). ``nofollow`` (or ``none``) drops all of a page's links
+(counter ``nofollow_pages``); ``rel="nofollow"`` on one link is a hint for search engines and is ignored.
+
 Rendering (:mod:`docscraper.crawl.rendering`): when the run renders, page requests also carry
 ``playwright: True`` (and ``docscraper_render``) and go without validators; discovery requests never do.
 A page whose static HTML is only scripts, in a run that does not render, is counted
@@ -69,7 +74,7 @@ from docscraper.crawl.scope_middleware import ScopeMiddleware
 from docscraper.crawl.ssrf import REASON as SSRF_REASON
 from docscraper.crawl.workers import WorkerCrashed
 from docscraper.items import PageItem, PageMetadata
-from docscraper.spiders.page_parser import FetchedPage, ParsedPage, parse_fetched, response_kind
+from docscraper.spiders.page_parser import FetchedPage, ParsedPage, header_robots, parse_fetched, response_kind
 from docscraper.storage.state import iso_utc, utcnow
 from docscraper.urls import page_id, strip_fragment
 
@@ -421,8 +426,18 @@ class DocsSpider(scrapy.Spider):
                             http_status=response.status, fetched_at=fetched_at)
             return
         links, hash_routes = parsed.links, parsed.hash_routes
+        robots = parsed.robots | header_robots(
+            [v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")])
+        if robots.nofollow:
+            # its links are neither requested now nor stored for the next run's 304 to follow
+            outcomes.count("nofollow_pages")
+            links, hash_routes = [], 0
         for request in self._follow(links, depth):
             yield request
+        if robots.noindex:
+            outcomes.noindex(key, page_url, pid, f"{robots.source}: noindex", fetched_at=fetched_at, finder=finder,
+                             depth=depth, httpStatus=response.status)
+            return
         item = self._item(
             page_url,
             extracted,

@@ -5,8 +5,10 @@ so that the spider can run it in a worker process (:mod:`docscraper.crawl.worker
 goes on downloading. It decides the encoding (:mod:`docscraper.content.encoding`), extracts the page
 (:mod:`docscraper.content.extraction`), and finds its links: for HTML with Scrapy's ``LinkExtractor`` over
 an ``HtmlResponse`` rebuilt from the same bytes, exactly as the spider would over the response it received;
-for Markdown, the links of its text. Everything about the run (scope, depth, outcomes, items) stays with the
-spider on the reactor thread.
+for Markdown, the links of its text. It also reads the page's robots directives (``<meta name="robots">`` and
+``<meta name="docscraper">``, :func:`meta_robots`); the ``X-Robots-Tag`` header is the spider's to read
+(:func:`header_robots`). Everything about the run (scope, depth, outcomes, items) stays with the spider on
+the reactor thread.
 """
 
 from __future__ import annotations
@@ -23,12 +25,61 @@ from docscraper.content.encoding import BodyEncoding, body_encoding, decode_body
 from docscraper.content.extraction import Extracted, extract_html, extract_markdown
 from docscraper.urls import is_http_url, strip_fragment
 
-__all__ = ["FetchedPage", "ParsedPage", "parse_fetched", "response_kind"]
+__all__ = ["FetchedPage", "ParsedPage", "RobotsDirectives", "header_robots", "meta_robots", "parse_fetched",
+           "response_kind"]
 
 #: A fragment that is a client-side route (``#/guide``, ``#!/guide``), not an anchor in the page.
 _HASH_ROUTE_RE = re.compile(r"!?/.")
 _KINDS: dict[str, type[TextResponse]] = {"html": HtmlResponse, "xml": XmlResponse, "text": TextResponse}
 _LINKS = LinkExtractor(deny_extensions=[], unique=True, strip=True)
+#: the ``<meta name>`` values whose robots directives docscraper obeys: every robot's, and its own
+_ROBOTS_NAMES = ("robots", "docscraper")
+_META_ROBOTS = ("//meta[translate(@name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+                f" = '{_ROBOTS_NAMES[0]}' or translate(@name, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ',"
+                f" 'abcdefghijklmnopqrstuvwxyz') = '{_ROBOTS_NAMES[1]}']/@content")
+#: ``X-Robots-Tag: <crawler>: <directives>``; the directives that take a value look the same
+_AGENT_RE = re.compile(r"\s*([A-Za-z0-9_.-]+)\s*:(.*)", re.DOTALL)
+_VALUED_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
+
+
+@dataclass(frozen=True)
+class RobotsDirectives:
+    """What a page's robots directives ask of docscraper: ``noindex`` (keep its content out of the index),
+    ``nofollow`` (do not follow its links), and ``source``, where they were read (for the report)."""
+
+    noindex: bool = False
+    nofollow: bool = False
+    source: str = ""
+
+    def __or__(self, other: RobotsDirectives) -> RobotsDirectives:
+        sources = [d.source for d in (self, other) if (d.noindex or d.nofollow) and d.source]
+        return RobotsDirectives(self.noindex or other.noindex, self.nofollow or other.nofollow, ", ".join(sources))
+
+
+def _directives(values: list[str], source: str) -> RobotsDirectives:
+    tokens = {t.strip().lower() for value in values for t in value.split(",")}
+    noindex = bool(tokens & {"noindex", "none"})
+    nofollow = bool(tokens & {"nofollow", "none"})
+    return RobotsDirectives(noindex, nofollow, source if noindex or nofollow else "")
+
+
+def meta_robots(response: TextResponse) -> RobotsDirectives:
+    """The directives of an HTML page's ``<meta name="robots">`` and ``<meta name="docscraper">`` tags."""
+    return _directives([str(v) for v in response.xpath(_META_ROBOTS).getall()], "meta robots")
+
+
+def header_robots(values: list[str]) -> RobotsDirectives:
+    """The directives of a response's ``X-Robots-Tag`` headers. A directive for a named crawler
+    (``googlebot: noindex``) applies only when it names docscraper or ``robots``; an ``unavailable_after``
+    date is not a directive docscraper acts on."""
+    kept: list[str] = []
+    for value in values:
+        scoped = _AGENT_RE.match(value)
+        if scoped is None or scoped[1].lower() in _VALUED_DIRECTIVES:
+            kept.append(value)
+        elif scoped[1].lower() in _ROBOTS_NAMES:
+            kept.append(scoped[2])
+    return _directives(kept, "X-Robots-Tag")
 
 
 def response_kind(response: object) -> str | None:
@@ -55,7 +106,8 @@ class FetchedPage:
 class ParsedPage:
     """A parsed page: ``extracted`` (None when extraction raised, with ``error`` saying what), its links in
     order without repeats or fragments, how many distinct links were hash routes, the encoding decision,
-    and the warnings of link extraction (a page whose links cannot be read still has its text)."""
+    the warnings of link extraction (a page whose links cannot be read still has its text), and the robots
+    directives of its ``<meta>`` tags."""
 
     extracted: Extracted | None
     encoding: BodyEncoding
@@ -63,6 +115,7 @@ class ParsedPage:
     hash_routes: int = 0
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    robots: RobotsDirectives = RobotsDirectives()
 
 
 def parse_fetched(page: FetchedPage) -> ParsedPage:
@@ -83,6 +136,8 @@ def parse_fetched(page: FetchedPage) -> ParsedPage:
     elif page.kind is not None:
         try:
             response = _KINDS[page.kind](url=page.url, body=page.body, encoding=encoding)
+            if isinstance(response, HtmlResponse):
+                parsed.robots = meta_robots(response)
             urls = [link.url for link in _LINKS.extract_links(response)]
         except Exception as exc:
             parsed.warnings.append(f"Cannot extract links from {page.url}: {exc}")
