@@ -284,10 +284,18 @@ class FakeArgs:
 
 
 @dataclass
+class FakeSource:
+    """The stored source as the guard reads it: its scope (``trust_host: false`` for a server client's)."""
+
+    scope: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class FakeRun:
     seed_url: str = "http://127.0.0.1:8000/docs/"
     args: FakeArgs = field(default_factory=FakeArgs)
     refused: list[tuple[str, Refusal, dict[str, Any]]] = field(default_factory=list)
+    source: FakeSource = field(default_factory=FakeSource)
 
     def refuse(self, url: str, refusal: Refusal, **details: Any) -> None:
         self.refused.append((url, refusal, details))
@@ -374,7 +382,7 @@ def test_middleware_refuses_file_urls_unless_the_source_is_a_file(run: FakeRun) 
 
 def test_middleware_checks_names_after_resolution(run: FakeRun, monkeypatch: pytest.MonkeyPatch) -> None:
     answers = {"docs.evil.test": ["93.184.216.34", "10.0.0.5"], "cdn.example.test": ["93.184.216.34"]}
-    monkeypatch.setattr(ssrf, "_resolve", lambda host: [ipaddress.ip_address(a) for a in answers[host]])
+    monkeypatch.setattr(ssrf, "resolve_host", lambda host: [ipaddress.ip_address(a) for a in answers[host]])
     mw = guard()
     with pytest.raises(IgnoreRequest, match=r"docs\.evil\.test resolves to 10\.0\.0\.5 \(private\)"):
         process(mw, Request("http://docs.evil.test/", meta={"docscraper_page_id": "url_e"}))
@@ -396,6 +404,15 @@ def test_middleware_trusts_proxies_and_the_llms_txt_argument(run: FakeRun) -> No
     process(mw, Request("http://10.1.2.3/llms.txt", meta={"docscraper_discovery": "llms"}))
     process(mw, Request("http://93.184.216.34/", meta={"proxy": "http://10.9.9.9:3128"}))
     assert {"10.1.2.3", "10.9.9.9", "127.0.0.1"} <= mw.trusted_hosts()
+
+
+def test_a_source_a_server_client_registered_gets_no_trust_of_its_own(run: FakeRun) -> None:
+    run.source.scope["trust_host"] = False
+    run.args.llms_txt = "http://10.1.2.3/llms.txt"
+    mw = guard()
+    assert mw.trusted_hosts() == set()
+    with pytest.raises(IgnoreRequest):
+        process(mw, Request("http://127.0.0.1:8000/docs/", meta={"docscraper_page_id": "url_x"}))
 
 
 def test_resolver_layer_refuses_at_connect_time(run: FakeRun) -> None:
