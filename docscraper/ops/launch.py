@@ -120,7 +120,7 @@ def _running(config: DocscraperConfig, name: str) -> str | None:
         return f"{lock.describe()} holds the source"
     process = _started.get(name)
     if process is not None and process.poll() is None:
-        return f"pid {process.pid}, started from here and not yet recorded"
+        return f"pid {process.pid}, started from here, has not exited yet"
     return None
 
 
