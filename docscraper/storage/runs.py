@@ -60,12 +60,18 @@ def pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return True
+    fields = _stat_fields(pid)
+    return fields is None or not fields or fields[0] != "Z"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (the state first: field 3 of proc(5)), None
+    where there is no such file."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return True
-    fields = stat.rpartition(")")[2].split()
-    return not fields or fields[0] != "Z"
+        return None
+    return stat.rpartition(")")[2].split()
 
 
 @functools.lru_cache(maxsize=1)
@@ -82,13 +88,9 @@ def process_start(pid: int) -> str | None:
     boot = _boot_id()
     if boot is None or pid <= 0:
         return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()
-    # after the command name: state is field 3, starttime field 22 (proc(5)); 0-based here from field 3
-    if len(fields) < 20 or fields[0] == "Z":
+    fields = _stat_fields(pid)
+    # starttime is field 22 of proc(5), the 20th after the command name
+    if fields is None or len(fields) < 20 or fields[0] == "Z":
         return None
     return f"{boot}:{fields[19]}"
 
