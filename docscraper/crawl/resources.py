@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import socket
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -47,7 +46,7 @@ from docscraper.storage.consistency import Verification, claim_index, reconcile
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.model_identity import ModelIdentity, ModelMismatch, model_identity
-from docscraper.storage.runs import SourceBusy, run_state, take_lock, this_process
+from docscraper.storage.runs import SourceBusy, running_runs, take_lock, this_process
 from docscraper.storage.state import RunRecord, StateError, StateStore, utcnow
 from docscraper.storage.vectors import IndexError_, VectorIndex
 
@@ -364,10 +363,8 @@ class CrawlResources:
         pending = await self.db(store.index_writes, target.source.id)
         if not pending:
             return target
-        now = utcnow()
-        host = socket.gethostname()
-        running = {state.run.run_id for state in await self.db(store.run_states, target.source.id)
-                   if run_state(state, now=now, timeout=self.config.heartbeat_timeout, host=host) == "running"}
+        running = {state.run.run_id for state in await self.db(running_runs, store, target.source.id,
+                                                                 timeout=self.config.heartbeat_timeout)}
         over = sorted(pid for pid, run_id in pending.items() if run_id != self.run_id and run_id not in running)
         if not over:
             return target

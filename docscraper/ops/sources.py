@@ -33,7 +33,6 @@ import logging
 import os
 import re
 import shutil
-import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -59,7 +58,7 @@ from docscraper.content.discovery import (
 from docscraper.crawl.scope import Scope
 from docscraper.secrets import check_no_credentials, redact_url
 from docscraper.storage.backends import open_state_store, open_vector_index
-from docscraper.storage.runs import SourceBusy, hold_source, run_state
+from docscraper.storage.runs import SourceBusy, hold_source, running_runs
 from docscraper.storage.state import (
     PageRecord,
     RunRecord,
@@ -68,7 +67,6 @@ from docscraper.storage.state import (
     StateError,
     StateStore,
     database_exists,
-    utcnow,
 )
 from docscraper.storage.vectors import IndexError_, VectorIndex
 from docscraper.urls import normalize_url
@@ -270,9 +268,7 @@ def _holding(store: StateStore, config: DocscraperConfig, source: SourceRecord, 
     crawl writing to it would fail half-way, or write under the old name. Refused while a crawl (or another
     removal) holds it, and while a run of it is running by ``scrapy status`` (a crawl of a version that took
     no lock)."""
-    now, host = utcnow(), socket.gethostname()
-    running = [r.run.run_id for r in store.run_states(source.id)
-               if run_state(r, now=now, timeout=config.heartbeat_timeout, host=host) == "running"]
+    running = [r.run.run_id for r in running_runs(store, source.id, timeout=config.heartbeat_timeout)]
     if running:
         raise SourceError(f"cannot {doing} source {source.name!r}: a crawl of it is running (run {running[0]}); "
                           "wait for it to finish")

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docscraper.storage.backends import open_state_store, open_vector_index
 from docscraper.storage.consistency import REPAIR_LOG, Verification, check, check_mirror, claim_index, repair
-from docscraper.storage.runs import SourceBusy, hold_source, run_state
-from docscraper.storage.state import database_exists, database_location, schema_revision, utcnow
+from docscraper.storage.runs import SourceBusy, hold_source, running_runs
+from docscraper.storage.state import database_exists, database_location, schema_revision
 
 if TYPE_CHECKING:
     from docscraper.config import DocscraperConfig
@@ -70,11 +69,8 @@ def verify(config: DocscraperConfig, name: str | None = None, *, fix: bool = Fal
                               f"{', '.join(sorted(sources)) or '(none)'}", 1)
         if mirror is not None and name is None:
             raise VerifyError("--mirror needs a source: scrapy verify NAME --mirror DIR")
-        now = utcnow()
-        host = socket.gethostname()
-        running = sorted({state.source for state in store.run_states()
-                          if (name is None or state.source == name)
-                          and run_state(state, now=now, timeout=config.heartbeat_timeout, host=host) == "running"})
+        running = sorted({state.source for state in running_runs(store, timeout=config.heartbeat_timeout)
+                          if name is None or state.source == name})
         if fix and running:
             raise VerifyError(f"a crawl of {', '.join(running)} is running: its pages in flight disagree with the "
                               "index for a moment. Repair when it has finished", 1)

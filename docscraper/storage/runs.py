@@ -35,6 +35,7 @@ __all__ = [
     "process_alive",
     "process_start",
     "run_state",
+    "running_runs",
     "stale_after",
     "take_lock",
     "this_process",
@@ -133,6 +134,13 @@ def run_state(run: RunState, *, now: datetime, timeout: float, host: str | None 
         return "running" if alive else "died"
     last = run.heartbeat_at or run.run.started_at
     return "died" if _heartbeat_stale(last, now, timeout) else "running"
+
+
+def running_runs(store: StateStore, source_id: int | None = None, *, timeout: float) -> list[RunState]:
+    """The runs (of source *source_id*, or of all) that are running now, as :func:`run_state` judges them."""
+    now, host = utcnow(), socket.gethostname()
+    return [state for state in store.run_states(source_id)
+            if run_state(state, now=now, timeout=timeout, host=host) == "running"]
 
 
 def lock_alive(lock: LockRecord, *, now: datetime, timeout: float, host: str | None = None) -> bool:
