@@ -8,6 +8,7 @@ before anything is fetched or stored.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import re
@@ -143,6 +144,47 @@ def _seconds(name: str, value: Any) -> float:
     return number
 
 
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def duration(name: str, value: Any) -> float:
+    """A length of time: seconds, or a number with a unit (``90s``, ``10m``, ``6h``, ``1d``, ``2w``)."""
+    text = str(value).strip().lower()
+    unit = _DURATION_UNITS.get(text[-1:]) if text else None
+    try:
+        number = float(text[:-1] if unit is not None else text) * (unit or 1)
+    except ValueError:
+        raise ConfigError(f"{name} must be a duration (seconds, or a number with s, m, h, d or w), "
+                          f"got {value!r}") from None
+    if number <= 0 or number != number or number == float("inf"):
+        raise ConfigError(f"{name} must be a duration of more than 0 seconds, got {value!r}")
+    return number
+
+
+def _durations(name: str, value: Any) -> tuple[float, ...]:
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    steps = tuple(duration(name, item) for item in items if str(item).strip())
+    if not steps:
+        raise ConfigError(f"{name} must list at least one interval")
+    if any(later < earlier for earlier, later in itertools.pairwise(steps)):
+        raise ConfigError(f"{name} must not shrink from one step to the next, got {value!r}")
+    return steps
+
+
+def _factor(name: str, value: Any, *, above_one: bool) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+    if (above_one and not number > 1) or (not above_one and not 0 < number <= 1):
+        raise ConfigError(f"{name} must be {'more than 1' if above_one else 'more than 0 and at most 1'}, "
+                          f"got {value!r}")
+    return number
+
+
+_REVISIT_POLICIES = ("steps", "adaptive")
+
+
 def _interval(name: str, value: Any) -> float:
     number = _seconds(name, value)
     if number <= 0:
@@ -276,6 +318,16 @@ class DocscraperConfig:
     ``DOCSCRAPER_SITEMAP_MAX_FILES`` (500 sitemap files per run), ``DOCSCRAPER_DISCOVERY_LLMS``
     (probe llms.txt/llms-full.txt, on), ``DOCSCRAPER_DISCOVERY_SITEMAPS`` (on),
     ``DOCSCRAPER_SEEN_FLUSH_SIZE`` (rows per state write batch, 200).
+
+    Revisit schedules (:mod:`docscraper.crawl.schedule`; durations in seconds or with a unit, ``10m``, ``1d``):
+    ``DOCSCRAPER_REVISIT_POLICY`` (``steps``: the next interval while a page stays unchanged is the next of
+    ``DOCSCRAPER_REVISIT_INTERVALS``, default ``1d,3d,7d,14d``, back to the first on a change; ``adaptive``:
+    Nutch's schedule, the interval times ``DOCSCRAPER_REVISIT_GROW`` (1.4) when unchanged and
+    ``DOCSCRAPER_REVISIT_SHRINK`` (0.8) when changed, between ``DOCSCRAPER_REVISIT_MIN_INTERVAL`` (1h) and
+    ``DOCSCRAPER_REVISIT_MAX_INTERVAL`` (the last step, 14d)), ``DOCSCRAPER_REVISIT_ERROR_BASE`` (10m: a page
+    that failed n times in a row is checked again after base x 2^(n-1), at most the maximum interval, or after
+    its ``Retry-After`` when longer), ``DOCSCRAPER_REVISIT_CLOCK_OFFSET`` (0 s: moves the schedule's clock
+    forward, for simulations and tests).
 
     The vector index: ``DOCSCRAPER_INDEX_ENABLED`` (on), ``DOCSCRAPER_CHROMA_URL`` (a Chroma server;
     default: a persistent directory at ``DATA_DIR/chroma``), ``DOCSCRAPER_CHROMA_COLLECTION`` (``docs``),
@@ -425,6 +477,14 @@ class DocscraperConfig:
     server_max_crawls: int = 2
     server_rate_limit: int = 120
     heartbeat_timeout: float = 60.0
+    revisit_policy: str = "steps"
+    revisit_intervals: tuple[float, ...] = (86400.0, 3 * 86400.0, 7 * 86400.0, 14 * 86400.0)
+    revisit_min_interval: float = 3600.0
+    revisit_max_interval: float = 14 * 86400.0
+    revisit_error_base: float = 600.0
+    revisit_grow: float = 1.4
+    revisit_shrink: float = 0.8
+    revisit_clock_offset: float = 0.0
 
     @property
     def runs_dir(self) -> Path:
@@ -567,6 +627,7 @@ class DocscraperConfig:
             heartbeat_timeout=_interval(
                 "DOCSCRAPER_HEARTBEAT_TIMEOUT", settings.get("DOCSCRAPER_HEARTBEAT_TIMEOUT", 60.0)
             ),
+            **_revisit_settings(settings),
         )
 
     def user_agent(self, settings: BaseSettings) -> str:
@@ -581,6 +642,34 @@ class DocscraperConfig:
     def distributed(self) -> bool:
         """Whether the run is shared by several workers: decided by the ledger's implementation alone."""
         return self.ledger_class != MEMORY_LEDGER
+
+
+def _revisit_settings(settings: BaseSettings) -> dict[str, Any]:
+    """The revisit schedule's settings (:mod:`docscraper.crawl.schedule`)."""
+    policy = str(settings.get("DOCSCRAPER_REVISIT_POLICY") or "steps").strip().lower()
+    if policy not in _REVISIT_POLICIES:
+        raise ConfigError(f"DOCSCRAPER_REVISIT_POLICY must be one of {', '.join(_REVISIT_POLICIES)}, got {policy!r}")
+    intervals = _durations("DOCSCRAPER_REVISIT_INTERVALS",
+                           settings.get("DOCSCRAPER_REVISIT_INTERVALS") or "1d,3d,7d,14d")
+    low = duration("DOCSCRAPER_REVISIT_MIN_INTERVAL", settings.get("DOCSCRAPER_REVISIT_MIN_INTERVAL") or "1h")
+    high = duration("DOCSCRAPER_REVISIT_MAX_INTERVAL",
+                    settings.get("DOCSCRAPER_REVISIT_MAX_INTERVAL") or intervals[-1])
+    if low > high:
+        raise ConfigError("DOCSCRAPER_REVISIT_MIN_INTERVAL must not be longer than DOCSCRAPER_REVISIT_MAX_INTERVAL")
+    offset = settings.get("DOCSCRAPER_REVISIT_CLOCK_OFFSET") or 0
+    return {
+        "revisit_policy": policy,
+        "revisit_intervals": tuple(min(step, high) for step in intervals),
+        "revisit_min_interval": low,
+        "revisit_max_interval": high,
+        "revisit_error_base": duration("DOCSCRAPER_REVISIT_ERROR_BASE",
+                                       settings.get("DOCSCRAPER_REVISIT_ERROR_BASE") or "10m"),
+        "revisit_grow": _factor("DOCSCRAPER_REVISIT_GROW", settings.get("DOCSCRAPER_REVISIT_GROW") or 1.4,
+                                above_one=True),
+        "revisit_shrink": _factor("DOCSCRAPER_REVISIT_SHRINK", settings.get("DOCSCRAPER_REVISIT_SHRINK") or 0.8,
+                                  above_one=False),
+        "revisit_clock_offset": 0.0 if offset in (0, "0") else _seconds("DOCSCRAPER_REVISIT_CLOCK_OFFSET", offset),
+    }
 
 
 def save_dir_path(name: str, value: Any) -> Path | None:
@@ -636,7 +725,7 @@ def _no_credentials(url: str, what: str) -> None:
 
 
 _KNOWN_ARGS = {
-    "source", "allow", "block", "max_depth", "max_pages", "llms_txt", "full", "save_dir", "render", "run",
+    "source", "allow", "block", "max_depth", "max_pages", "llms_txt", "full", "due", "save_dir", "render", "run",
 }
 # Scrapyd passes every job's id as a spider argument (-a _job=<id>).
 _SCRAPYD_JOB_ARG = "_job"
@@ -663,7 +752,8 @@ class CrawlArgs:
     ``allow``/``block`` are comma-separated globs over URL paths (``!pattern`` in ``allow`` blocks).
     ``max_depth``/``max_pages`` are whole numbers (``max_depth=0`` crawls the source page only).
     ``llms_txt`` is the URL of an llms.txt that auto-detection cannot find. ``full=1`` processes every
-    page as changed. ``save_dir`` is the folder of the Markdown mirror (:mod:`docscraper.storage.mirror`; it wins
+    page as changed. ``due=1`` checks only the pages that are due (:mod:`docscraper.crawl.schedule`): new pages,
+    pages whose sitemap ``<lastmod>`` moved, and known pages whose next check has come. ``save_dir`` is the folder of the Markdown mirror (:mod:`docscraper.storage.mirror`; it wins
     over ``DOCSCRAPER_SAVE_DIR``). A ``file://`` source must exist; it is rewritten to its canonical URL
     (:func:`file_source_url`). ``render=js`` renders the pages in Chromium for this run (http(s) pages
     only: with a ``file://`` source it is an error), ``render=none`` fetches their HTML only (the
@@ -679,6 +769,7 @@ class CrawlArgs:
     max_pages: int | None = None
     llms_txt: str | None = None
     full: bool = False
+    due: bool = False
     overrides: frozenset[str] = field(default_factory=frozenset)
     save_dir: Path | None = None
     render: str | None = None
@@ -731,6 +822,11 @@ class CrawlArgs:
                               "(python3 -m http.server) and crawl its URL with -a render=js")
         max_depth = kwargs.get("max_depth")
         max_pages = kwargs.get("max_pages")
+        full = flag("full", kwargs.get("full", False))
+        due = flag("due", kwargs.get("due", False))
+        if full and due:
+            raise ConfigError("full=1 re-processes every page and due=1 checks only the pages that are due: "
+                              "pass one of them")
         overrides = frozenset(
             k for k in ("allow", "block", "max_depth", "max_pages", "llms_txt") if kwargs.get(k) is not None
         )
@@ -741,7 +837,8 @@ class CrawlArgs:
             max_depth=None if max_depth is None else _positive_int("max_depth", max_depth, allow_zero=True),
             max_pages=None if max_pages is None else _positive_int("max_pages", max_pages),
             llms_txt=llms_txt,
-            full=flag("full", kwargs.get("full", False)),
+            full=full,
+            due=due,
             overrides=overrides,
             save_dir=save_dir_path("save_dir", kwargs.get("save_dir")),
             render=render,

@@ -44,6 +44,10 @@ class PageMetadata:
     alias_of_url: str | None = None   # that page's URL
     # images of the main content (url, alt, caption, title), recorded with the page's state row
     images: list[ImageRef] = field(default_factory=list)
+    # the sitemap's <lastmod> for the page this run, and why a due-only run fetched it (docscraper.crawl.schedule)
+    sitemap_lastmod: str | None = None
+    revisit: str | None = None
+    next_check: str | None = None  # ISO 8601: the page's next check after this run's, set by the state commit
 
 
 @dataclass

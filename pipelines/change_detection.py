@@ -19,6 +19,9 @@ fetched in full by the next crawl and decided again.
 
 Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (default on). Stats: ``docscraper/pages_unchanged``,
 ``docscraper/forced`` (pages re-processed for a reindex mark; the report's ``counters.forced``).
+
+An unchanged page's revisit schedule moves one step on (:mod:`docscraper.crawl.schedule`), or starts again when
+the server gave it a new ETag; its report entry carries its ``nextCheck``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from scrapy.exceptions import DropItem
 
 from docscraper.content.extraction import normalize_markdown
 from docscraper.items import PageItem
-from docscraper.storage.state import PageSeen, utcnow
+from docscraper.storage.state import PageSeen, iso_utc, utcnow
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
@@ -130,6 +133,12 @@ class ChangeDetectionPipeline(RunPipeline):
         self.ledger.reached.add(meta.page_id)
         target = self.resources.target
         known = target.known.get(meta.page_id) if target is not None else None
+        revisit = self.resources.revisit
+        revalidated = bool(meta.etag and known is not None and known.etag and meta.etag != known.etag)
+        schedule = revisit.after_check(known, "unchanged", revisit.now(), revalidated=revalidated)
+        if self.resources.lastmod is not None:
+            self.resources.lastmod.checked(known, meta.sitemap_lastmod, "unchanged")
+        details = {**details, "nextCheck": iso_utc(schedule.next_check_at), "revisit": meta.revisit}
         status = "active"
         if item.not_modified and known is not None and known.status == "alias" and known.alias_of:
             status = "alias"
@@ -143,7 +152,9 @@ class ChangeDetectionPipeline(RunPipeline):
                                     **details)
         self._seen.append(PageSeen(meta.page_id, meta.etag, meta.last_modified, meta.http_status, utcnow(),
                                    None if links is None else tuple(links),
-                                   None if redirects is None else tuple(redirects), status))
+                                   None if redirects is None else tuple(redirects), status,
+                                   schedule.next_check_at, schedule.interval, schedule.unchanged_checks,
+                                   meta.sitemap_lastmod))
         if len(self._seen) >= self.config.seen_flush_size:
             await self.flush()
 

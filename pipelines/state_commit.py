@@ -9,6 +9,10 @@ ones stored before; an unchanged page never gets here, so its images stay as the
 this pipeline together (after one embedding batch) commit in one transaction
 (:class:`~docscraper.crawl.batching.CallGroup`); one that fails is committed again alone, and only it fails.
 
+Each committed page gets its revisit schedule (:mod:`docscraper.crawl.schedule`): new and changed pages start at
+the first interval, a page re-processed unchanged (``full=1``, a reindex) moves one step on; the report's entry
+carries its ``nextCheck``.
+
 Settings: none. Stats: ``docscraper/pages_new``, ``docscraper/pages_changed``, ``docscraper/images`` (images
 recorded this run; the report's ``counters.images``).
 """
@@ -23,7 +27,7 @@ from scrapy import signals
 
 from docscraper.crawl.batching import CallGroup, grouped_writes
 from docscraper.items import PageItem
-from docscraper.storage.state import ImageRecord, PageWrite
+from docscraper.storage.state import ImageRecord, PageWrite, iso_utc
 from pipelines._base import RunPipeline
 
 if TYPE_CHECKING:
@@ -53,6 +57,14 @@ class StateCommitPipeline(RunPipeline):
         resources = self.resources
         assert resources.store is not None and resources.target is not None
         meta = item.metadata
+        revisit = resources.revisit
+        known = resources.target.known.get(meta.page_id)
+        change = meta.change or "new"
+        schedule = revisit.after_check(known, change, revisit.now(),
+                                       revalidated=bool(meta.etag and known is not None and known.etag
+                                                        and meta.etag != known.etag))
+        if resources.lastmod is not None:
+            resources.lastmod.checked(known, meta.sitemap_lastmod, "unchanged" if change == "unchanged" else "changed")
         await self._commits.submit(
             PageWrite(
                 page_id=meta.page_id,
@@ -76,13 +88,18 @@ class StateCommitPipeline(RunPipeline):
                 images=() if meta.alias_of else tuple(ImageRecord(i.url, i.alt, i.caption, i.title)
                                                       for i in meta.images),
                 alias_of=meta.alias_of,
+                next_check_at=schedule.next_check_at,
+                check_interval=schedule.interval,
+                unchanged_checks=schedule.unchanged_checks,
+                sitemap_lastmod=meta.sitemap_lastmod,
             )
         )
+        next_check = meta.next_check = iso_utc(schedule.next_check_at)
         if meta.alias_of:
             self.outcomes.duplicate_content(meta.path, item.url, meta.page_id, holder=meta.alias_of,
                                             of=meta.alias_of_url or meta.alias_of,
                                             fetched_at=meta.fetched_at, finder=meta.finder, depth=meta.depth,
-                                            httpStatus=meta.http_status)
+                                            httpStatus=meta.http_status, nextCheck=next_check, revisit=meta.revisit)
             return item
         if meta.images:
             self.outcomes.count("images", len(meta.images))
@@ -90,7 +107,8 @@ class StateCommitPipeline(RunPipeline):
         forced = meta.change == "unchanged" or meta.force or None
         self.outcomes.processed(meta.path, meta.change, meta.fetched_at, url=item.url, finder=meta.finder,
                                 depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced,
-                                redirects=meta.redirects or None, hint=item.hint)
+                                redirects=meta.redirects or None, hint=item.hint, nextCheck=next_check,
+                                revisit=meta.revisit)
         return item
 
     def item_error(self, item: Any, response: Any, spider: Any, failure: Any) -> None:

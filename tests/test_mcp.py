@@ -116,7 +116,7 @@ def test_stdio_server_registers_crawls_in_the_background_searches_and_reindexes(
             assert tool.input_schema["type"] == "object" and tool.description
         assert set(listed["add_source"].input_schema["required"]) == {"name", "url"}
         assert set(listed["recrawl_source"].input_schema["properties"]) == {
-            "name", "full", "allow", "block", "max_depth", "max_pages"}
+            "name", "full", "due", "allow", "block", "max_depth", "max_pages"}
         assert listed["search_docs"].input_schema["required"] == ["question"]
         assert listed["list_sources"].annotations is not None and listed["list_sources"].annotations.read_only_hint
 
@@ -135,6 +135,7 @@ def test_stdio_server_registers_crawls_in_the_background_searches_and_reindexes(
                                 ("crawl_status", {})]:
             assert "unknown source 'nope'" in await error(session, tool_name, name="nope", **arguments)
         assert "max_pages" in await error(session, "recrawl_source", name="relay", max_pages=0)
+        assert "due=1" in await error(session, "recrawl_source", name="relay", full=True, due=True)
         assert "no index" in await error(session, "search_docs", question=question["question"])
 
         # a crawl in the background: the call returns while it runs, and a second one is refused
@@ -163,6 +164,9 @@ def test_stdio_server_registers_crawls_in_the_background_searches_and_reindexes(
         assert "Traceback" not in log.read_text()
         (source,) = (await call(session, "list_sources"))["sources"]
         assert source["pages"] > 0 and source["chunks"] > 0 and source["last_run"]["run_id"] == run["run_id"]
+        # the schedules of what it crawled: nothing due again before a day has passed
+        assert source["schedule"]["scheduled"] >= source["pages"] and source["schedule"]["next_due_at"]
+        assert run["schedule"]["due_now"] == source["schedule"]["due_now"] <= 2  # failed pages are due sooner
 
         # search: the model loads once, and the page that answers comes back
         found = (await call(session, "search_docs", question=question["question"], k=5))["results"]

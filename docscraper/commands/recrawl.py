@@ -1,8 +1,10 @@
-"""``scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render M]``.
+"""``scrapy recrawl NAME [--full | --due] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render M]``.
 
 Crawl a source by name, in this process: the ``docs`` spider with ``source=NAME`` and the options as
 its arguments, exactly ``scrapy crawl docs -a source=NAME ...`` (the same argument checks and exit
-codes, :mod:`docscraper.commands.crawl`). Incremental unless ``--full``. Scope options apply to this run
+codes, :mod:`docscraper.commands.crawl`). Incremental unless ``--full``: every known page is checked (a conditional
+request). ``--due`` checks only what is due (``-a due=1``; :mod:`docscraper.crawl.schedule`): new pages, pages whose
+sitemap ``<lastmod>`` moved, and known pages whose next check has come. Scope options apply to this run
 only: the stored scope is not changed, and a run that narrows it removes no page. Feed options (``-O
 pages.jsonl``) and other spider arguments (``-a llms_txt=URL``) work as with ``scrapy crawl``.
 
@@ -26,15 +28,18 @@ if TYPE_CHECKING:
 
 class Command(CrawlCommand):
     def syntax(self) -> str:
-        return ("NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render MODE] "
+        return ("NAME [--full | --due] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render MODE] "
                 "[-O FILE]")
 
     def short_desc(self) -> str:
-        return "Crawl a source again by name (incremental unless --full)"
+        return "Crawl a source again by name (incremental unless --full; only what is due with --due)"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
         parser.add_argument("--full", action="store_true", help="process every page as changed")
+        parser.add_argument("--due", action="store_true",
+                            help="check only new pages, pages whose sitemap lastmod moved, and pages due by their "
+                                 "revisit schedule")
         parser.add_argument("--allow", action="append", default=[], metavar="GLOBS",
                             help="this run only: globs a page must match (repeatable)")
         parser.add_argument("--block", action="append", default=[], metavar="GLOBS",
@@ -59,6 +64,8 @@ class Command(CrawlCommand):
         spargs = dict(opts.spargs, source=name)
         if opts.full:
             spargs["full"] = "1"
+        if opts.due:
+            spargs["due"] = "1"
         for key in ("allow", "block"):
             if getattr(opts, key):
                 spargs[key] = ",".join(getattr(opts, key))

@@ -161,6 +161,10 @@ class Command(ToolCommand):
         print(f"scope       {info.scope.get('prefix')} ({scope_text(info.scope)})")
         print(f"pages       {info.pages}")
         print(f"chunks      {info.chunks}")
+        if info.schedule and info.schedule.get("scheduled"):
+            from docscraper.ops.status import schedule_text  # (see commands/status.py)
+
+            print("schedule    " + schedule_text(info.schedule))
         if run is None:
             print("last run    never")
             return

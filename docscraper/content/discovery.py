@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SITEMAP_MAX_BYTES",
     "DEFAULT_SITEMAP_MAX_URLS",
+    "UNIFORM_LASTMOD_MIN",
     "DiscoveredLink",
     "LlmsFullSection",
     "LlmsFullSplit",
@@ -736,6 +737,10 @@ def is_plain_text_file(content_type: str, body: bytes) -> bool:
     return "html" not in content_type.lower() and not head.startswith((b"<!doctype", b"<html"))
 
 
+#: A sitemap file with at least this many URLs, all with one ``<lastmod>``, says nothing of when pages changed.
+UNIFORM_LASTMOD_MIN = 20
+
+
 class SitemapWalk:
     """A site's sitemaps, breadth first, as a crawl and the ``sources add`` probe both read them.
 
@@ -743,8 +748,10 @@ class SitemapWalk:
     at the host's root; follows sitemap indexes to *max_depth* levels and reads at most *max_files* files,
     on the seed's host only. Fetching is the caller's: iterate for the next URL to fetch, and hand each parsed
     document back with :meth:`add` (a URL that could not be fetched is simply not added). What was read is in
-    :attr:`files` (``{url, kind, entries}``), the page URLs in :attr:`pages`, and what was left out and why in
-    :attr:`problems`."""
+    :attr:`files` (``{url, kind, entries}``), the page URLs in :attr:`pages` (their ``<lastmod>`` in
+    :attr:`lastmods`), and what was left out and why in :attr:`problems`. A file of at least
+    :data:`UNIFORM_LASTMOD_MIN` URLs that all carry the same ``<lastmod>`` (the date it was generated, not when
+    each page changed) gives no lastmods; it is listed in :attr:`uniform_lastmod`."""
 
     def __init__(self, seed: str, prefix: str, robots_text: str, *, site_root: bool = True, max_files: int = 500,
                  max_depth: int = 3) -> None:
@@ -759,6 +766,8 @@ class SitemapWalk:
         self.max_depth = max_depth
         self.files: list[dict[str, object]] = []
         self.pages: list[str] = []
+        self.lastmods: dict[str, str] = {}
+        self.uniform_lastmod: list[str] = []
         self.problems: list[str] = []
         self._seen: set[str] = set()
         self._levels: dict[str, int] = {}
@@ -791,3 +800,8 @@ class SitemapWalk:
             self.queue.extend((entry.url, level + 1) for entry in doc.entries if entry.url not in self._seen)
         elif doc.kind == "urlset":
             self.pages.extend(entry.url for entry in doc.entries)
+            dates = {entry.lastmod for entry in doc.entries}
+            if len(doc.entries) >= UNIFORM_LASTMOD_MIN and len(dates) == 1 and None not in dates:
+                self.uniform_lastmod.append(url)
+                return
+            self.lastmods.update((entry.url, entry.lastmod) for entry in doc.entries if entry.lastmod)

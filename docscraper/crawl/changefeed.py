@@ -95,7 +95,7 @@ class ChangeFeed:
             return
         meta = item.metadata
         line: dict[str, Any] = {"change": meta.change, "pageId": meta.page_id, "url": item.url,
-                                "contentHash": meta.content_hash, "title": item.title}
+                                "contentHash": meta.content_hash, "title": item.title, "nextCheck": meta.next_check}
         if meta.change == "changed" and self.resources is not None:
             target = self.resources.target
             previous = target.known.get(meta.page_id) if target is not None else None

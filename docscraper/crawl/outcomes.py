@@ -14,13 +14,16 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from docscraper.storage.state import PageFailure, utcnow
+from docscraper.storage.state import PageFailure, iso_utc, utcnow
 from docscraper.urls import page_id
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from scrapy.statscollectors import StatsCollector
 
     from docscraper.crawl.ledger import RunLedger
+    from docscraper.crawl.schedule import RevisitPolicy
     from docscraper.crawl.scope import Refusal
     from docscraper.crawl.target import CrawlTarget
 
@@ -30,10 +33,13 @@ __all__ = ["RunOutcomes"]
 class RunOutcomes:
     """Records outcomes for one run: built with the run's ledger and stats, bound to its target at open."""
 
-    def __init__(self, ledger: RunLedger, stats: StatsCollector | None, gone_after: int) -> None:
+    def __init__(self, ledger: RunLedger, stats: StatsCollector | None, gone_after: int,
+                 revisit: RevisitPolicy | None = None) -> None:
         self.ledger = ledger
         self.stats = stats
         self.gone_after = gone_after
+        # the revisit policy that backs a failed page off (docscraper.crawl.schedule)
+        self.revisit = revisit
         self.target: CrawlTarget | None = None
         # failures for the state database (consecutive 404s), written when the run closes
         self.failures: list[PageFailure] = []
@@ -127,6 +133,13 @@ class RunOutcomes:
                 retire.setdefault(pid, key)
         return retire
 
+    def not_due(self, url: str, pid: str, next_check: datetime | None, **details: Any) -> None:
+        """A known page a due-only run does not check (its next check has not come): reached, never an orphan."""
+        self.ledger.reached.add(pid)
+        self.stat("pages_refused/notDue")
+        self.ledger.record(self.key(url), "skipped", "notDue", url=url, pageId=pid,
+                           nextCheck=iso_utc(next_check) if next_check is not None else None, **details)
+
     def processed(self, key: str, change: str, fetched_at: str | None, **details: Any) -> None:
         """A page that went through the pipelines (or was found unchanged)."""
         self.stat(f"pages_{change}")
@@ -134,13 +147,14 @@ class RunOutcomes:
 
     def failed(self, url: str, reason: str, detail: str, *, http_status: int | None = None,
                pid: str | None = None, fetched_at: str | None = None, seed: bool = False,
-               linked_from: str | None = None, **details: Any) -> None:
+               linked_from: str | None = None, retry_after: float | None = None, **details: Any) -> None:
         """A page that could not be fetched or parsed. It is not an orphan; 410 and repeated 404s of a page
         the index holds retire it at a clean close (DESIGN rule 4). A 410 from a page the index does not hold
         (retired already, or never indexed) is no failure: the site says it is gone on purpose, so it is
         skipped as ``gone`` and does not make every later run partial while a link to it stays. A 404 from
         such a page (*seed* excepted: a missing seed is the source's failure) is skipped as ``brokenLink``,
-        with *linked_from*, the page whose link led to it, when known."""
+        with *linked_from*, the page whose link led to it, when known. A failed page is backed off by the revisit
+        policy (its next check: the report's ``nextCheck``), *retry_after* (seconds) when the server asked for longer."""
         assert self.target is not None
         pid = pid or page_id(url)
         self.ledger.reached.add(pid)
@@ -160,11 +174,16 @@ class RunOutcomes:
                                httpStatus=http_status, pageId=pid, linkedFrom=[linked_from] if linked_from else None,
                                **details)
             return
+        next_check = None
+        if self.revisit is not None:
+            next_check = self.revisit.after_failure((prev.failure_count if prev else 0) + 1, self.revisit.now(),
+                                                    retry_after)
         self.stat("pages_failed")
         self.ledger.record(key, "failed", reason, fetched_at=fetched_at, url=url, detail=detail,
-                           httpStatus=http_status, pageId=pid, **details)
+                           httpStatus=http_status, pageId=pid,
+                           nextCheck=iso_utc(next_check) if next_check is not None else None, **details)
         self.failures.append(PageFailure(pid, url, self.target.scope.relative_path(url), http_status, detail,
-                                         utcnow(), http_status == 404))
+                                         utcnow(), http_status == 404, next_check))
 
     def retirements(self) -> dict[str, str]:
         """Pages the site says are gone (410, or 404 on ``DOCSCRAPER_GONE_AFTER`` consecutive runs) that the

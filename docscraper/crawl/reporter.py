@@ -286,10 +286,12 @@ class RunReporter:
             "result": result,
             "resultReason": result_reason,
             "full": args.full,
+            "due": args.due,
             "render": target.render,
             "scope": target.scope.as_dict(),
             "scopeOverrides": sorted(args.overrides),
             "frontierCut": ledger.frontier_cut,
+            "schedule": await self._schedule(target),
             "removal": removal,
             "reconciled": resources.reconciled,
             "discovery": ledger.discovery,
@@ -311,6 +313,33 @@ class RunReporter:
         )
         logger.info("Run %s %s: %s; report %s", ledger.report_id, result, _brief(report["stats"]), path)
         await self.crawler.signals.send_catch_log_async(run_finished, resources=resources, report=report, path=path)
+
+    async def _schedule(self, target: CrawlTarget) -> dict[str, Any]:
+        """The report's ``schedule``: pages not due this run, what is due now and next, whether lastmod is
+        believed. A run that finds the source's lastmod untrustworthy records it in the state store."""
+        resources = self.resources
+        assert resources.store is not None
+        revisit = resources.revisit
+        now = revisit.now()
+        watch = resources.lastmod
+        verdict = watch.verdict() if watch is not None else None
+        if verdict is not None and watch is not None and watch.trusted:
+            logger.warning("Source %s: %s", target.source.name, verdict)
+            await resources.db(resources.store.set_lastmod_trust, target.source.id, now, verdict)
+        not_due = [entry.get("nextCheck") for entry in self.ledger.items.values()
+                   if entry["statusReason"] == "notDue" and entry["status"] == "skipped"]
+        summary = await resources.db(resources.store.schedule_summary, target.source.id, now)
+        return {
+            "due": target.args.due,
+            "policy": revisit.kind,
+            "notDue": len(not_due),
+            "nextNotDue": min((n for n in not_due if n), default=None),
+            "scheduled": summary.scheduled,
+            "dueNow": summary.due_now,
+            "nextDueAt": iso_utc(summary.next_due_at) if summary.next_due_at else None,
+            "clockOffsetSeconds": revisit.offset.total_seconds(),
+            "lastmod": watch.report() if watch is not None else {"trusted": True, "notes": []},
+        }
 
     async def _reconcile_own_writes(self, target: CrawlTarget) -> None:
         """The pages this run wrote to the index without committing (a write failed): their chunks made to

@@ -38,6 +38,7 @@ from twisted.python.threadpool import ThreadPool
 from docscraper.config import ConfigError, CrawlArgs, DocscraperConfig
 from docscraper.crawl.outcomes import RunOutcomes
 from docscraper.crawl.rendering import RenderError, render_problem
+from docscraper.crawl.schedule import LastmodWatch, RevisitPolicy
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
 from docscraper.crawl.workers import WorkerProcesses
@@ -95,7 +96,11 @@ class CrawlResources:
         self.config = config
         self.args = args
         self.ledger = ledger
-        self.outcomes = RunOutcomes(ledger, crawler.stats, config.gone_after)
+        # when each page is checked next, and which pages a due-only run fetches (docscraper.crawl.schedule)
+        self.revisit = RevisitPolicy(config)
+        self.outcomes = RunOutcomes(ledger, crawler.stats, config.gone_after, self.revisit)
+        # whether the source's sitemap <lastmod> may be believed (once open)
+        self.lastmod: LastmodWatch | None = None
         self.started_at = utcnow()
         self.target: CrawlTarget | None = None
         self.store: StateStore | None = None
@@ -273,6 +278,7 @@ class CrawlResources:
                 raise RenderError(f"cannot render source {target.source.name}: {problem}")
         self.target = target
         self.outcomes.bind(target)
+        self.lastmod = LastmodWatch(target.source, self.revisit, self.revisit.now())
         await self._take_source(store, target)
         host, pid, start = this_process()
         await self.db(

@@ -14,11 +14,16 @@ way Scrapy's ``DepthMiddleware`` and scrapy-deltafetch filter requests:
   already emitted this run; a seed fetched for its links only (its own URL refused by allow/block) yields no
   item. An admitted page is emitted, and its report hints (rendering, hash routes) are set.
 
+In a due-only run (``-a due=1``; :mod:`docscraper.crawl.schedule`) a request for a known page that is not due is
+not sent: the page is claimed, reached and recorded ``skipped``/``notDue`` with its next check, and the links
+stored from its last fetch are judged in its place (as a 304's are), so the frontier stays whole. A fetched page's
+request carries ``docscraper_revisit``, why it was due (counter ``due/<reason>``).
+
 Discovery's requests (``start``) are all judged before the first one is yielded, so every page keeps the
 first finder that listed it (llms-full, llms, sitemap, link) whatever the engine fetches first.
 
 Meta read: ``docscraper_finder``, ``docscraper_depth``, ``docscraper_seed`` (the run's seed),
-``docscraper_candidate`` (a URL discovery listed; any other request is a link on a page, a duplicate when its
+``docscraper_lastmod`` (the sitemap's ``<lastmod>``), ``docscraper_candidate`` (a URL discovery listed; any other request is a link on a page, a duplicate when its
 page is claimed), ``docscraper_repeat`` (a URL discovery listed twice: a duplicate only when its first listing claimed the
 page), ``docscraper_section_of`` (a link inside an llms-full.txt section: followed only when the section's
 page was admitted). Stats: ``docscraper/pages_scheduled``, ``docscraper/pages_refused/<reason>``; counters
@@ -29,7 +34,8 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import AsyncIterator, Iterable
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -39,6 +45,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from docscraper.content.discovery import html_counterparts, is_markdown_url, markdown_twin_of
 from docscraper.crawl.rendering import render_meta, renders_url
 from docscraper.crawl.resources import CrawlResources
+from docscraper.crawl.schedule import parse_lastmod
 from docscraper.crawl.scope import Refusal
 from docscraper.crawl.ssrf import REASON as SSRF_REASON
 from docscraper.items import PageItem
@@ -71,6 +78,8 @@ class ScopeMiddleware:
         # claimed (discovery's other listings of those pages are dropped without a record)
         self._sections: set[str] = set()
         self._quiet: set[str] = set()
+        # requests for the stored links of pages a due-only run does not fetch, judged next
+        self._pending: deque[Request] = deque()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -91,7 +100,10 @@ class ScopeMiddleware:
     # spider middleware -----------------------------------------------------------------------------
 
     async def process_start(self, start: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        admitted = [out async for out in self.judge(start, None)]
+        # every page discovery listed is judged before the stored links of those not due: each keeps the finder
+        # that listed it, and its sitemap <lastmod>
+        admitted = [out async for out in self.judge(start, None, follow_later=True)]
+        admitted.extend(self._judge_pending())
         for out in admitted:
             yield out
         # the engine has scheduled every request discovery found (in a shared run: they are in the shared
@@ -114,16 +126,34 @@ class ScopeMiddleware:
             judged = self._judge_one(out, response)
             if judged is not None:
                 yield judged
+            yield from self._judge_pending()
 
-    async def judge(self, outputs: AsyncIterator[Any], response: Response | None) -> AsyncIterator[Any]:
+    async def judge(self, outputs: AsyncIterator[Any], response: Response | None, *,
+                    follow_later: bool = False) -> AsyncIterator[Any]:
         async for out in outputs:
             judged = self._judge_one(out, response)
             if judged is not None:
                 yield judged
+            if not follow_later:
+                for follow in self._judge_pending():
+                    yield follow
 
     def judge_all(self, outputs: Iterable[Any], response: Response | None = None) -> list[Any]:
         """Judge output that bypasses the spider middlewares (the spider's errback for download errors)."""
-        return [judged for out in outputs if (judged := self._judge_one(out, response)) is not None]
+        judged_all: list[Any] = []
+        for out in outputs:
+            judged = self._judge_one(out, response)
+            if judged is not None:
+                judged_all.append(judged)
+            judged_all.extend(self._judge_pending())
+        return judged_all
+
+    def _judge_pending(self) -> Iterator[Any]:
+        """The stored links of pages not due, and theirs in turn (a worklist: a chain of pages not due is long)."""
+        while self._pending:
+            judged = self._judge_one(self._pending.popleft(), None)
+            if judged is not None:
+                yield judged
 
     def _judge_one(self, out: Any, response: Response | None) -> Any:
         if isinstance(out, Request):
@@ -216,6 +246,9 @@ class ScopeMiddleware:
         if is_markdown_url(url) and finder in ("llms", "llms-full"):
             for twin in html_counterparts(url):
                 ledger.claim(page_id(twin), url)
+        known = target.lookup(pid)
+        if target.args.due and not discovery_only and not self._due(request, known, url, finder, depth):
+            return None
         if not self.take_page_slot():
             outcomes.refuse(url, Refusal("maxPages", ledger.frontier_cut or "max pages"), finder=finder)
             return None
@@ -231,10 +264,26 @@ class ScopeMiddleware:
         # about what its scripts build.
         if target.render == "js" and renders_url(url):
             meta.update(render_meta(self.config))
-        known = target.lookup(pid)
         if known is not None and known.page_id != pid and ledger.claimant(known.page_id) is None:
             ledger.claim(known.page_id, url)  # the canonical page this URL was stored under
         return request
+
+    def _due(self, request: Request, known: Any, url: str, finder: str, depth: int) -> bool:
+        """Whether a due-only run fetches this page; a page not due is recorded and its stored links judged."""
+        resources = self.resources
+        watch = resources.lastmod
+        lastmod = request.meta.get("docscraper_lastmod")
+        moment = parse_lastmod(lastmod) if watch is not None and watch.trusted else None
+        reason = resources.revisit.why_due(known, resources.revisit.now(), moment)
+        if reason is not None:
+            request.meta["docscraper_revisit"] = reason
+            self.outcomes.count(f"due/{reason}")
+            return True
+        self.outcomes.not_due(url, known.page_id, known.next_check_at, finder=finder, depth=depth)
+        spider = self.crawler.spider
+        if known.links and spider is not None and hasattr(spider, "follow"):
+            self._pending.extend(spider.follow(list(known.links), depth))
+        return False
 
     @property
     def _scheme_refusal(self) -> str:

@@ -92,6 +92,7 @@ class CrawlTarget:
             "max_pages": a.max_pages,
             "llms_txt": a.llms_txt,
             "full": a.full,
+            "due": a.due,
             "save_dir": str(a.save_dir) if a.save_dir else None,
             "render": a.render,
         }

@@ -57,6 +57,9 @@ class CrawlerConfig:
       seconds between two requests to a host), ``timeout`` (``DOWNLOAD_TIMEOUT``, seconds), ``user_agent``
       (``USER_AGENT``; default ``docscraper/<version> (+DOCSCRAPER_CONTACT)``);
     - ``render``: ``"js"`` renders pages in Chromium, ``"none"`` fetches their HTML only;
+    - ``due``: an incremental loader checks only the pages that are due (new pages, pages whose sitemap
+      ``<lastmod>`` moved, known pages whose revisit schedule says so; ``-a due=1``); the others are not fetched
+      and yield nothing new;
     - ``data_dir``: the data directory (``DOCSCRAPER_DATA_DIR``): where an incremental loader keeps its state
       database, index and reports; a non-incremental loader keeps only its run reports and change feeds there
       (its state is temporary). None: the project's (``./data``) for an incremental loader, a temporary folder
@@ -73,6 +76,7 @@ class CrawlerConfig:
     user_agent: str | None = None
     render: str | None = None
     data_dir: Path | None = None
+    due: bool = False
 
     def __post_init__(self) -> None:
         check: dict[str, Any] = {
@@ -85,6 +89,8 @@ class CrawlerConfig:
             "render": render_mode("render", self.render),
             "data_dir": Path(self.data_dir).expanduser() if self.data_dir is not None else None,
         }
+        if not isinstance(self.due, bool):
+            raise ConfigError(f"due must be True or False, got {self.due!r}")
         if not isinstance(self.respect_robots_txt, bool):
             raise ConfigError(f"respect_robots_txt must be True or False, got {self.respect_robots_txt!r}")
         if self.user_agent is not None and (not str(self.user_agent).strip() or not str(self.user_agent).isprintable()):
@@ -113,6 +119,8 @@ class CrawlerConfig:
             args["block"] = ",".join(self.exclude)
         if self.render is not None:
             args["render"] = self.render
+        if self.due:
+            args["due"] = "1"
         return args
 
     def settings(self) -> dict[str, str]:

@@ -72,11 +72,14 @@ def project_root() -> Path:
     return Path(cfg).parent if cfg else Path.cwd()
 
 
-def crawl_arguments(name: str, *, full: bool = False, overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
+def crawl_arguments(name: str, *, full: bool = False, due: bool = False,
+                    overrides: Mapping[str, Any] | None = None) -> dict[str, str]:
     """The ``docs`` spider arguments for a crawl of source *name*, checked as the spider checks them."""
     spargs: dict[str, str] = {"source": name}
     if full:
         spargs["full"] = "1"
+    if due:
+        spargs["due"] = "1"
     unknown = sorted(set(overrides or {}) - set(OVERRIDES))
     if unknown:
         raise SourceArgumentError(f"unknown argument(s) {', '.join(unknown)}; a crawl takes {', '.join(OVERRIDES)}")
@@ -132,13 +135,13 @@ def _running_count(config: DocscraperConfig) -> int:
                                if process.poll() is None and process.pid not in recorded)
 
 
-def start_crawl(config: DocscraperConfig, name: str, *, full: bool = False,
+def start_crawl(config: DocscraperConfig, name: str, *, full: bool = False, due: bool = False,
                 overrides: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None,
                 root: Path | None = None, timeout: float = 30.0, max_running: int | None = None) -> dict[str, Any]:
     """Start a crawl of source *name* in the background (module docstring) and say how it was started.
     *max_running*: refuse while that many crawls (of any source) run already."""
     get_source_info(config, name)  # unknown source, or a bad name: SourceError
-    spargs = crawl_arguments(name, full=full, overrides=overrides)
+    spargs = crawl_arguments(name, full=full, due=due, overrides=overrides)
     crawl_settings = {str(k): str(v) for k, v in (settings or {}).items()}
     with _lock:
         running = _running(config, name)

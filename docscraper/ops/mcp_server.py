@@ -19,7 +19,7 @@ Tools (each wraps the Python API that the project's commands use):
 - ``list_sources()``: every source with its scope, pages, chunks and last run.
 - ``crawl_status(name?)``: running and died crawls and each source's last finished one, with progress
   (:func:`docscraper.ops.status.crawl_status`).
-- ``recrawl_source(name, full?, allow?, block?, max_depth?, max_pages?)``: start a crawl in the
+- ``recrawl_source(name, full?, due?, allow?, block?, max_depth?, max_pages?)``: start a crawl in the
   background and return at once (:func:`docscraper.ops.launch.start_crawl`: a detached process, or a Scrapyd
   job when ``DOCSCRAPER_SCRAPYD_URL`` is set); refused while a crawl of the source runs.
 - ``reindex_page(name, url_or_glob)``: mark pages for the next crawl to re-process
@@ -239,12 +239,14 @@ class DocsTools:
         with _errors(self):
             return self.answer({"runs": [status.as_dict() for status in crawl_status(self.config, name or None)]})
 
-    def recrawl_source(self, name: str, *, full: bool = False, allow: _Globs = None, block: _Globs = None,
-                       max_depth: int | None = None, max_pages: int | None = None) -> dict[str, Any]:
+    def recrawl_source(self, name: str, *, full: bool = False, due: bool = False, allow: _Globs = None,
+                       block: _Globs = None, max_depth: int | None = None, max_pages: int | None = None
+                       ) -> dict[str, Any]:
         overrides = {"allow": _globs(allow) or None, "block": _globs(block) or None, "max_depth": max_depth,
                      "max_pages": max_pages}
         with _errors(self):
-            started = start_crawl(self.config, name, full=full, overrides=overrides, settings=self.crawl_settings,
+            started = start_crawl(self.config, name, full=full, due=due, overrides=overrides,
+                                  settings=self.crawl_settings,
                                   max_running=self.config.server_max_crawls or None)
             return self.answer(started)
 
@@ -356,15 +358,17 @@ def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServe
     def recrawl_source(
         name: _Name,
         full: Annotated[bool, Field(description="process every page as changed, not only changed pages")] = False,
+        due: Annotated[bool, Field(description="check only what is due: new pages, pages whose sitemap lastmod "
+                                               "moved, and pages whose revisit schedule says so")] = False,
         allow: _Allow = None,
         block: _Block = None,
         max_depth: _MaxDepth = None,
         max_pages: _MaxPages = None,
     ) -> dict[str, Any]:
         """Start a crawl of a registered source in the background and return at once (pid and log file,
-        or the Scrapyd job id). Incremental unless full. Scope arguments apply to this run only. Follow it
+        or the Scrapyd job id). Incremental unless full; only what is due with due. Scope arguments apply to this run only. Follow it
         with crawl_status. Refused while a crawl of the source is running."""
-        return tools.recrawl_source(name, full=full, allow=allow, block=block, max_depth=max_depth,
+        return tools.recrawl_source(name, full=full, due=due, allow=allow, block=block, max_depth=max_depth,
                                     max_pages=max_pages)
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True,

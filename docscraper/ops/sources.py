@@ -55,6 +55,7 @@ from docscraper.content.discovery import (
     parse_sitemap,
     sitemaps_from_robots,
 )
+from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.crawl.scope import Scope
 from docscraper.secrets import check_no_credentials, redact_url
 from docscraper.storage.backends import open_state_store, open_vector_index
@@ -155,6 +156,8 @@ class SourceInfo:
     pages: int
     chunks: int
     last_run: dict[str, Any] | None
+    # revisit schedules (docscraper.crawl.schedule.schedule_view): scheduled, due_now, next_due_at, lastmod_trusted
+    schedule: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -298,10 +301,16 @@ def _run_dict(run: RunRecord | None) -> dict[str, Any] | None:
     }
 
 
-def _info(summary: SourceSummary) -> SourceInfo:
+def _info(summary: SourceSummary, store: StateStore | None = None, config: DocscraperConfig | None = None
+          ) -> SourceInfo:
     s = summary.source
+    schedule = None
+    if store is not None and config is not None:
+        policy = RevisitPolicy(config)
+        now = policy.now()
+        schedule = schedule_view(store.schedule_summary(s.id, now), s, policy, now)
     return SourceInfo(s.name, s.url, dict(s.scope), s.registered, summary.pages, summary.chunks,
-                      _run_dict(summary.last_run))
+                      _run_dict(summary.last_run), schedule)
 
 
 # -- probing -----------------------------------------------------------------------------------------
@@ -724,7 +733,7 @@ def _check_conflicts(store: StateStore, name: str, normalized_url: str) -> Sourc
 def list_sources(config: DocscraperConfig) -> list[SourceInfo]:
     """Every source, registered or created by a crawl of its URL, by name."""
     with _open_store(config, create=False) as store:
-        return [_info(summary) for summary in store.list_sources()] if store is not None else []
+        return [_info(summary, store, config) for summary in store.list_sources()] if store is not None else []
 
 
 def get_source_info(config: DocscraperConfig, name: str) -> SourceInfo:
@@ -732,9 +741,9 @@ def get_source_info(config: DocscraperConfig, name: str) -> SourceInfo:
     validate_name(name)
     with _open_store(config, create=False) as store:
         summaries = store.list_sources(name) if store is not None else []
-    if not summaries:
-        raise SourceError(f"unknown source {name!r}; see scrapy sources list")
-    return _info(summaries[0])
+        if not summaries:
+            raise SourceError(f"unknown source {name!r}; see scrapy sources list")
+        return _info(summaries[0], store, config)
 
 
 def remove_source(config: DocscraperConfig, name: str) -> dict[str, int]:

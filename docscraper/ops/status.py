@@ -13,6 +13,7 @@ supersedes is history and is not listed.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 from dataclasses import dataclass, field
@@ -21,11 +22,13 @@ from typing import Any
 
 from docscraper.config import DocscraperConfig
 from docscraper.crawl.progress import format_duration
+from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.storage.backends import open_state_store
 from docscraper.storage.runs import MIN_STALE_SECONDS, State, pid_alive, run_state, stale_after
 from docscraper.storage.state import RunState, schema_revision, utcnow
 
-__all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "stale_after"]
+__all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "schedule_text",
+           "stale_after"]
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +60,8 @@ class RunStatus:
     report_path: str | None = None
     host: str | None = None
     pid: int | None = None
+    # the source's revisit schedules now (docscraper.crawl.schedule.schedule_view)
+    schedule: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: times in ISO 8601 (UTC, ``Z``)."""
@@ -74,6 +79,7 @@ class RunStatus:
             "report_path": self.report_path,
             "host": self.host,
             "pid": self.pid,
+            "schedule": self.schedule,
         }
 
 
@@ -120,6 +126,12 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
                 raise LookupError(f"unknown source {name!r} (known sources: {known})")
             source_id = source.id
         runs = store.run_states(source_id)
+        policy = RevisitPolicy(config)
+        clock = policy.now()
+        schedules: dict[str, dict[str, Any]] = {}
+        for run in runs:
+            if run.source not in schedules and (record := store.get_source(run.source)) is not None:
+                schedules[run.source] = schedule_view(store.schedule_summary(record.id, clock), record, policy, clock)
     finally:
         store.close()
     now = utcnow()
@@ -133,7 +145,7 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
         state = run_state(run, now=now, timeout=config.heartbeat_timeout, host=host)
         if state == "died" and run.run.started_at < last_finished.get(run.source, run.run.started_at):
             continue
-        statuses.append(_status(run, state, now))
+        statuses.append(dataclasses.replace(_status(run, state, now), schedule=schedules.get(run.source)))
     return statuses
 
 
@@ -179,4 +191,16 @@ def describe(status: RunStatus, *, recent: int = 3) -> list[str]:
             lines.append(f"    failed {failure.get('url')} ({failure.get('reason')}{detail})")
     if status.report_path:
         lines.append(f"    report {status.report_path}")
+    if status.schedule and status.schedule.get("scheduled") and status.state == "finished":
+        lines.append(f"    schedule {schedule_text(status.schedule)}")
     return lines
+
+
+def schedule_text(schedule: dict[str, Any]) -> str:
+    """A source's revisit schedule in words: ``12 of 340 pages due now; next due 2026-11-27 10:00:00Z``."""
+    text = f"{schedule.get('due_now', 0)} of {schedule.get('scheduled', 0)} pages due now"
+    if schedule.get("next_due_at"):
+        text += f"; next due {schedule['next_due_at'].replace('T', ' ')[:19]}Z"
+    if schedule.get("lastmod_trusted") is False:
+        text += "; sitemap lastmod ignored (" + str(schedule.get("lastmod_note") or "untrusted") + ")"
+    return text

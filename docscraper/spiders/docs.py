@@ -29,6 +29,7 @@ routes are not crawled, rendered or not.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ from docscraper.content.discovery import (
 )
 from docscraper.content.encoding import BodyEncoding
 from docscraper.content.extraction import Extracted, extract_markdown
+from docscraper.crawl.ratelimit import parse_retry_after
 from docscraper.crawl.rendering import render_failure_reason
 from docscraper.crawl.resources import CrawlResources
 from docscraper.crawl.robots import RobotsTxtMiddleware
@@ -92,6 +94,7 @@ class _Candidate:
     finder: str
     depth: int
     section_of: str | None = None
+    lastmod: str | None = None  # the sitemap's <lastmod> for the page
 
 
 def _over_size_cap(failure: Failure) -> bool:
@@ -103,6 +106,20 @@ def _over_size_cap(failure: Failure) -> bool:
         # cancelling the download: the error then carries no message. Nothing else cancels a download.
         return not message or "max size" in message.lower()
     return bool(failure.check(IgnoreRequest)) and "DOWNLOAD_MAXSIZE" in message
+
+
+def _lastmods_of_twins(candidates: dict[str, _Candidate], lastmods: dict[str, str]) -> None:
+    """An llms.txt entry that is a page's Markdown twin (``page.html.md``) stands for the page: it takes the
+    sitemap's ``<lastmod>`` for the page."""
+    by_page: dict[str, str] = {}
+    for url, lastmod in lastmods.items():
+        with contextlib.suppress(ValueError):
+            by_page[page_id(strip_fragment(url))] = lastmod
+    for candidate in candidates.values():
+        twin = markdown_twin_of(candidate.url) if candidate.lastmod is None else None
+        if twin is not None:
+            with contextlib.suppress(ValueError):
+                candidate.lastmod = by_page.get(page_id(twin))
 
 
 def _header(response: Response, name: bytes) -> str:
@@ -180,7 +197,7 @@ class DocsSpider(scrapy.Spider):
     def _request(self, url: str, finder: str, depth: int, **flags: Any) -> Request | None:
         """A page request for the scope middleware to judge (None for a URL no request can be made of)."""
         meta = {"docscraper_finder": finder, "docscraper_depth": depth}
-        meta.update({f"docscraper_{name}": value for name, value in flags.items()})
+        meta.update({f"docscraper_{name}": value for name, value in flags.items() if value is not None})
         try:
             return Request(url, callback=self.parse_page, errback=self.on_error, meta=meta, priority=-depth)
         except ValueError:
@@ -198,15 +215,17 @@ class DocsSpider(scrapy.Spider):
         candidates: dict[str, _Candidate] = {}
         repeats: list[str] = []
 
-        def offer(url: str, finder: str, depth: int, section_of: str | None = None) -> None:
+        def offer(url: str, finder: str, depth: int, section_of: str | None = None, lastmod: str | None = None) -> None:
             url = strip_fragment(url)
             try:
                 pid = page_id(url)
             except ValueError:
                 return
             if pid not in candidates:
-                candidates[pid] = _Candidate(url, finder, depth, section_of)
+                candidates[pid] = _Candidate(url, finder, depth, section_of, lastmod)
             else:
+                if lastmod and not candidates[pid].lastmod:
+                    candidates[pid].lastmod = lastmod
                 repeats.append(url)
 
         llms_items: list[PageItem] = []
@@ -218,8 +237,10 @@ class DocsSpider(scrapy.Spider):
                 for link in llms_links:
                     offer(link, "llms", 1)
                 if resources.config.discovery_sitemaps:
-                    for url in await self._discover_sitemaps(robots_text):
-                        offer(url, "sitemap", 1)
+                    pages, lastmods = await self._discover_sitemaps(robots_text)
+                    for url in pages:
+                        offer(url, "sitemap", 1, lastmod=lastmods.get(url))
+                    _lastmods_of_twins(candidates, lastmods)
                 # Links inside llms-full sections stand for links on those (unfetched) pages.
                 for item in llms_items:
                     for link in item.metadata.links:
@@ -230,13 +251,16 @@ class DocsSpider(scrapy.Spider):
                 ledger.discovery_error = f"{exc.__class__.__name__}: {exc}"
         # The seed is depth 0 whoever listed it.
         seed_pid = page_id(seed)
-        seed_finder = candidates.pop(seed_pid).finder if seed_pid in candidates else "link"
+        seed_candidate = candidates.pop(seed_pid, None)
+        seed_finder = seed_candidate.finder if seed_candidate is not None else "link"
         # The scope middleware judges all of these, in this order, before the first request goes out: each
         # page keeps the first finder that listed it.
         for item in llms_items:
             yield item
-        outputs = [self._request(seed, seed_finder, 0, seed=True)]
-        outputs.extend(self._request(c.url, c.finder, c.depth, candidate=True, section_of=c.section_of)
+        outputs = [self._request(seed, seed_finder, 0, seed=True,
+                                 lastmod=seed_candidate.lastmod if seed_candidate is not None else None)]
+        outputs.extend(self._request(c.url, c.finder, c.depth, candidate=True, section_of=c.section_of,
+                                     lastmod=c.lastmod)
                        for c in candidates.values())
         outputs.extend(self._request(url, "link", 1, candidate=True, repeat=True) for url in repeats)
         for request in outputs:
@@ -306,7 +330,8 @@ class DocsSpider(scrapy.Spider):
             info.update(url=None, sections=0, mapped=0, problem="no llms-full.txt found")
         return links, items
 
-    async def _discover_sitemaps(self, robots_text: str) -> list[str]:
+    async def _discover_sitemaps(self, robots_text: str) -> tuple[list[str], dict[str, str]]:
+        """The page URLs the site's sitemaps list, and their ``<lastmod>`` where the sitemaps can be believed."""
         target = self.run_target()
         cfg = self.run_resources().config
         # the filesystem's root is not a local folder's site root
@@ -325,7 +350,10 @@ class DocsSpider(scrapy.Spider):
             if doc.problem:
                 logger.warning("Sitemap %s: %s", url, doc.problem)
         info["urls"] = len(walk.pages)
-        return walk.pages
+        watch = self.run_resources().lastmod
+        if watch is not None:
+            watch.uniform_files.extend(walk.uniform_lastmod)
+        return walk.pages, walk.lastmods
 
     # responses -------------------------------------------------------------------------------------
 
@@ -357,9 +385,10 @@ class DocsSpider(scrapy.Spider):
             ),
         )
 
-    def _follow(self, urls: list[str], depth: int) -> list[Request]:
+    def follow(self, urls: list[str], depth: int) -> list[Request]:
         """Requests for the links of a page at *depth*, for the scope middleware to judge; none for a link to a
-        page claimed already under the same URL (it would be refused with nothing to record)."""
+        page claimed already under the same URL (it would be refused with nothing to record). The scope
+        middleware asks for the stored links of a page a due-only run does not fetch."""
         quiet = self.run_resources().outcomes.is_quiet_link
         return [request for url in urls
                 if not quiet(url) and (request := self._request(url, "link", depth + 1)) is not None]
@@ -390,14 +419,15 @@ class DocsSpider(scrapy.Spider):
                                 http_status=304, fetched_at=fetched_at)
                 return
             # No body: the links stored from the page's last full fetch lead the crawl on.
-            for request in self._follow(list(known.links), depth):
+            for request in self.follow(list(known.links), depth):
                 yield request
             item = PageItem(url=response.url, title="", markdown="", not_modified=True,
                             metadata=PageMetadata(
                                 page_id=known.page_id, source=target.source.name, path=known.rel_path or key,
                                 canonical_url=None, language=None, description=None, finder=finder, depth=depth,
                                 http_status=304, content_type=None, etag=None, last_modified=None,
-                                fetched_at=fetched_at))
+                                fetched_at=fetched_at, sitemap_lastmod=meta.get("docscraper_lastmod"),
+                                revisit=meta.get("docscraper_revisit")))
             yield item
             return
         ctype = _header(response, b"Content-Type").split(";")[0].strip().lower()
@@ -432,7 +462,7 @@ class DocsSpider(scrapy.Spider):
             # its links are neither requested now nor stored for the next run's 304 to follow
             outcomes.count("nofollow_pages")
             links, hash_routes = [], 0
-        for request in self._follow(links, depth):
+        for request in self.follow(links, depth):
             yield request
         if robots.noindex:
             outcomes.noindex(key, page_url, pid, f"{robots.source}: noindex", fetched_at=fetched_at, finder=finder,
@@ -453,6 +483,8 @@ class DocsSpider(scrapy.Spider):
             fetched_at=fetched_at,
         )
         item.metadata.links = links
+        item.metadata.sitemap_lastmod = meta.get("docscraper_lastmod")
+        item.metadata.revisit = meta.get("docscraper_revisit")
         if meta.get("redirect_urls"):
             item.metadata.redirects = [*meta["redirect_urls"], response.url]
         item.rendered = rendered
@@ -508,7 +540,8 @@ class DocsSpider(scrapy.Spider):
                             pid=page_id(response.url) if request.meta.get("redirect_urls") else pid,
                             fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"),
                             seed=bool(request.meta.get("docscraper_seed")),
-                            linked_from=referer.decode("latin-1") if referer else None)
+                            linked_from=referer.decode("latin-1") if referer else None,
+                            retry_after=parse_retry_after(response.headers.get(b"Retry-After")))
             return []
         if failure.check(IgnoreRequest) and not _over_size_cap(failure):
             message = str(failure.value)
@@ -541,7 +574,7 @@ class DocsSpider(scrapy.Spider):
                 ledger.frontier_cut = ledger.frontier_cut or f"the links of {url} are unknown (over the size cap)"
                 return []
             # Scrapy does not pass a download error's errback output through the spider middlewares
-            follow = self._follow(list(known.links), int(request.meta.get("docscraper_depth", 0)))
+            follow = self.follow(list(known.links), int(request.meta.get("docscraper_depth", 0)))
             scope = ScopeMiddleware.of(self.crawler)
             return scope.judge_all(follow) if scope is not None else []
         if failure.check(DownloadTimeoutError, TimeoutError, TCPTimedOutError):

@@ -29,6 +29,10 @@ class SourceRow(Base):
     registered: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    # set when the source's sitemap <lastmod> values were found not to say when pages change; ignored
+    # until DOCSCRAPER_REVISIT_MAX_INTERVAL later (docscraper.crawl.schedule)
+    lastmod_untrusted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    lastmod_note: Mapped[str | None] = mapped_column(Text)
 
 
 class StateInfoRow(Base):
@@ -88,8 +92,15 @@ class PageRow(Base):
     reindex_requested: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False, server_default=false())
     # status alias: the page of the source whose content (same Markdown hash) this URL serves
     alias_of: Mapped[str | None] = mapped_column(String(32))
+    # the revisit schedule (docscraper.crawl.schedule): null next check = due now
+    next_check_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    check_interval: Mapped[int | None] = mapped_column(Integer)  # seconds
+    unchanged_checks: Mapped[int] = mapped_column(Integer, nullable=False, default=0, server_default="0")
+    # the sitemap's <lastmod> for the page when it was last checked, as written there
+    sitemap_lastmod: Mapped[str | None] = mapped_column(String(64))
 
-    __table_args__ = (Index("ix_pages_source_status", "source_id", "status"),)
+    __table_args__ = (Index("ix_pages_source_status", "source_id", "status"),
+                      Index("ix_pages_source_next_check", "source_id", "next_check_at"))
 
 
 class ImageRow(Base):

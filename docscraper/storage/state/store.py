@@ -57,6 +57,7 @@ __all__ = [
     "PageWrite",
     "RunRecord",
     "RunState",
+    "ScheduleSummary",
     "SourceRecord",
     "SourceSummary",
     "SqlStateStore",
@@ -95,6 +96,9 @@ class SourceRecord:
     url: str
     scope: dict[str, Any]
     registered: bool
+    # when the source's sitemap <lastmod> was found untrustworthy, and why (docscraper.crawl.schedule)
+    lastmod_untrusted_at: datetime | None = None
+    lastmod_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,16 @@ class SourceSummary:
     pages: int
     chunks: int
     last_run: RunRecord | None
+
+
+@dataclass(frozen=True)
+class ScheduleSummary:
+    """A source's revisit schedule at a moment: pages checked on a schedule (active, alias and failed ones), how
+    many are due then (a null next check is due), and the earliest next check after it (None: none)."""
+
+    scheduled: int
+    due_now: int
+    next_due_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,12 @@ class PageRecord:
     reindex_requested: bool = False  # marked by `scrapy reindex`: re-process whatever the hash
     title: str | None = None  # the title its chunks carry (in their prefix and metadata)
     alias_of: str | None = None  # status alias: the page whose content this URL serves
+    # its revisit schedule (docscraper.crawl.schedule); next_check_at None: due now
+    next_check_at: datetime | None = None
+    check_interval: int | None = None
+    unchanged_checks: int = 0
+    sitemap_lastmod: str | None = None
+    last_changed: datetime | None = None
 
     def alias_current(self, pages: Mapping[str, PageRecord]) -> bool:
         """Whether this alias's page (looked up in *pages*, its source's) is live and holds its content."""
@@ -157,6 +177,11 @@ class PageWrite:
     forced: bool = False  # re-processed for a reindex mark: committing it clears the mark
     images: tuple[ImageRecord, ...] = ()  # the page's images in document order; replace the stored ones
     alias_of: str | None = None  # the content is this page's: stored as an alias (no chunks, no images)
+    # its revisit schedule after this check (None: left as stored)
+    next_check_at: datetime | None = None
+    check_interval: int | None = None
+    unchanged_checks: int = 0
+    sitemap_lastmod: str | None = None  # the sitemap's <lastmod> for it this run (None: keep the stored one)
 
 
 @dataclass(frozen=True)
@@ -182,6 +207,10 @@ class PageSeen:
     links: tuple[str, ...] | None = None  # None: not fetched (304), keep the stored links
     redirects: tuple[str, ...] | None = None  # None: keep the stored chain; (): not redirected
     status: str = "active"  # an unchanged alias stays an alias
+    next_check_at: datetime | None = None  # its revisit schedule after this check (None: left as stored)
+    check_interval: int | None = None
+    unchanged_checks: int = 0
+    sitemap_lastmod: str | None = None  # None: keep the stored one
 
 
 @dataclass(frozen=True)
@@ -193,6 +222,7 @@ class PageFailure:
     error: str
     at: datetime
     not_found: bool = False
+    next_check_at: datetime | None = None  # backed off (docscraper.crawl.schedule); None: left as stored
 
 
 @dataclass(frozen=True)
@@ -277,6 +307,12 @@ class StateStore(Protocol):
         """The random id this state database was given when it was created (DESIGN rule 10)."""
         ...
     def mark_reindex(self, source_id: int, page_ids: Iterable[str]) -> int: ...
+    def schedule_summary(self, source_id: int, now: datetime) -> ScheduleSummary:
+        """How many of the source's pages are due at *now*, and when the next one falls due."""
+        ...
+    def set_lastmod_trust(self, source_id: int, untrusted_at: datetime | None, note: str | None) -> None:
+        """Record that the source's sitemap <lastmod> is untrustworthy since *untrusted_at* (None: trusted)."""
+        ...
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
     def page_aliases(self, source: str, page_ids: Iterable[str]) -> dict[str, list[str]]:
         """The URLs serving these pages' content as aliases (status alias), by page id."""
@@ -325,7 +361,7 @@ _MIGRATION_LOCK = 0x646F637363726170  # "docscrap"
 
 #: The newest schema revision: the head of ``migrations/versions`` (a test checks that they agree). A
 #: database already there is opened without importing Alembic.
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0010"
 
 
 def _current_revision(connection: Any) -> str | None:
@@ -415,6 +451,19 @@ def _retry_conflicts(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return wrapper
 
 
+#: Page statuses that are checked on a schedule (a removed page is not: it comes back as new when found).
+_SCHEDULED_STATUSES = ("active", "alias", "failed")
+
+
+def _schedule_values(values: dict[str, Any], next_check_at: datetime | None, interval: int | None,
+                     unchanged_checks: int, sitemap_lastmod: str | None) -> None:
+    """Add a check's revisit schedule to a page row's new values (nothing when the check left none)."""
+    if next_check_at is not None:
+        values.update(next_check_at=next_check_at, check_interval=interval, unchanged_checks=unchanged_checks)
+    if sitemap_lastmod is not None:
+        values["sitemap_lastmod"] = sitemap_lastmod[:64]
+
+
 def _insert(dialect: str, table: Any) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(table)
@@ -442,7 +491,8 @@ class SqlStateStore:
 
     @staticmethod
     def _source(row: SourceRow) -> SourceRecord:
-        return SourceRecord(row.id, row.name, row.url, dict(row.scope or {}), bool(row.registered))
+        return SourceRecord(row.id, row.name, row.url, dict(row.scope or {}), bool(row.registered),
+                            _aware(row.lastmod_untrusted_at), row.lastmod_note)
 
     @_retry_conflicts
     def ensure_source(self, name: str, url: str, scope: dict[str, Any], *, registered: bool = False) -> SourceRecord:
@@ -497,8 +547,19 @@ class SqlStateStore:
                     PageRow.reindex_requested,
                     PageRow.title,
                     PageRow.alias_of,
+                    PageRow.next_check_at,
+                    PageRow.check_interval,
+                    PageRow.unchanged_checks,
+                    PageRow.sitemap_lastmod,
+                    PageRow.last_changed,
                 ).where(PageRow.source_id == source_id)
             )
+            # Link targets repeat on every page of a site (its navigation): one string each, not one a page.
+            urls: dict[str, str] = {}
+
+            def shared(links: list[str] | None) -> tuple[str, ...]:
+                return tuple(urls.setdefault(link, link) for link in links or ())
+
             return {
                 row.page_id: PageRecord(
                     page_id=row.page_id,
@@ -511,11 +572,16 @@ class SqlStateStore:
                     failure_count=row.failure_count or 0,
                     not_found_runs=row.not_found_runs or 0,
                     chunk_count=row.chunk_count,
-                    links=tuple(row.links or ()),
+                    links=shared(row.links),
                     redirects=tuple(row.redirects or ()),
                     reindex_requested=bool(row.reindex_requested),
                     title=row.title,
                     alias_of=row.alias_of,
+                    next_check_at=_aware(row.next_check_at),
+                    check_interval=row.check_interval,
+                    unchanged_checks=row.unchanged_checks or 0,
+                    sitemap_lastmod=row.sitemap_lastmod,
+                    last_changed=_aware(row.last_changed),
                 )
                 for row in rows
             }
@@ -557,6 +623,7 @@ class SqlStateStore:
             "links": list(page.links),
             "redirects": list(page.redirects) or null(),  # SQL NULL, not JSON null
         }
+        _schedule_values(values, page.next_check_at, page.check_interval, page.unchanged_checks, page.sitemap_lastmod)
         if page.forced:
             values["reindex_requested"] = False
         stmt = _insert(self._dialect, PageRow).values(
@@ -609,6 +676,8 @@ class SqlStateStore:
                     changes["links"] = list(seen.links)
                 if seen.redirects is not None:
                     changes["redirects"] = list(seen.redirects) or null()
+                _schedule_values(changes, seen.next_check_at, seen.check_interval, seen.unchanged_checks,
+                                 seen.sitemap_lastmod)
                 session.execute(
                     update(PageRow)
                     .where(PageRow.source_id == source_id, PageRow.page_id == seen.page_id)
@@ -635,7 +704,9 @@ class SqlStateStore:
                     failure_count=1,
                     last_error=failure.error,
                     not_found_runs=1 if failure.not_found else 0,
+                    next_check_at=failure.next_check_at,
                 )
+                backoff = {"next_check_at": failure.next_check_at} if failure.next_check_at is not None else {}
                 session.execute(stmt.on_conflict_do_update(
                     index_elements=["source_id", "page_id"],
                     set_={
@@ -644,6 +715,7 @@ class SqlStateStore:
                         "http_status": failure.http_status,
                         "last_run_id": run_id,
                         "not_found_runs": func.coalesce(PageRow.not_found_runs, 0) + 1 if failure.not_found else 0,
+                        **backoff,
                     },
                 ))
 
@@ -991,10 +1063,25 @@ class SqlStateStore:
                 result = session.execute(
                     update(PageRow)
                     .where(PageRow.source_id == source_id, PageRow.page_id.in_(ids[start : start + 500]))
-                    .values(reindex_requested=True)
+                    .values(reindex_requested=True, next_check_at=None)  # due at once
                 )
                 count += getattr(result, "rowcount", 0) or 0
         return count
+
+    def schedule_summary(self, source_id: int, now: datetime) -> ScheduleSummary:
+        scheduled = (PageRow.source_id == source_id) & PageRow.status.in_(_SCHEDULED_STATUSES)
+        due = scheduled & (PageRow.next_check_at.is_(None) | (PageRow.next_check_at <= now))
+        with self._session() as session:
+            total = session.scalar(select(func.count()).select_from(PageRow).where(scheduled)) or 0
+            due_now = session.scalar(select(func.count()).select_from(PageRow).where(due)) or 0
+            upcoming = session.scalar(select(func.min(PageRow.next_check_at))
+                                      .where(scheduled, PageRow.next_check_at > now))
+        return ScheduleSummary(total, due_now, _aware(upcoming))
+
+    def set_lastmod_trust(self, source_id: int, untrusted_at: datetime | None, note: str | None) -> None:
+        with self._session() as session, session.begin():
+            session.execute(update(SourceRow).where(SourceRow.id == source_id)
+                            .values(lastmod_untrusted_at=untrusted_at, lastmod_note=note))
 
     def run_states(self, source_id: int | None = None) -> list[RunState]:
         """Every run that has not finished, and each source's latest finished run (only *source_id*'s,
