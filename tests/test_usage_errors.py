@@ -48,11 +48,12 @@ BAD_INVOCATIONS = [
     (("sources", "add", "docs", "http://127.0.0.1:9/", "--max-depth", "-1"), "max_depth must be 0 or more, got -1"),
     (("sources", "add", "docs", "http://127.0.0.1:9/", "--max-pages", "0"), "max_pages must be 1 or more, got 0"),
     (("recrawl", "docs", "--max-depth", "deep"), "docs spider: max_depth must be a whole number, got 'deep'"),
+    (("recrawl", "docs", "--full", "--due"), "docs spider: full=1 re-processes every page and due=1 checks only"),
     (("crawl", "docs", "-a", "source=http://127.0.0.1:9/", "-a", "max_pages=-5"),
      "docs spider: max_pages must be 1 or more"),
     # unknown options, named, with the command's usage
     (("recrawl", "docs", "--bogus"),
-     "unknown option --bogus; usage: scrapy recrawl NAME [--full] [--allow GLOBS] [--block GLOBS] [--max-depth N] "
+     "unknown option --bogus; usage: scrapy recrawl NAME [--full | --due] [--allow GLOBS] [--block GLOBS] [--max-depth N] "
      "[--max-pages N] [--render MODE]"),
     (("search", "--bogus", "q"), "unknown option --bogus; usage: scrapy search"),
     (("evaluate", "questions.jsonl", "--frob=1"), "unknown option --frob=1; usage: scrapy evaluate"),
