@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
-from sqlalchemy import Engine, and_, create_engine, delete, event, func, inspect, null, select, text, update
+from sqlalchemy import Engine, and_, bindparam, create_engine, delete, event, func, inspect, null, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
@@ -121,7 +121,7 @@ class ScheduleSummary:
     next_due_at: datetime | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a run holds one for every page of its source
 class PageRecord:
     """What a previous run stored about a page; the change detector compares against it."""
 
@@ -464,6 +464,38 @@ def _schedule_values(values: dict[str, Any], next_check_at: datetime | None, int
         values["sitemap_lastmod"] = sitemap_lastmod[:64]
 
 
+@functools.lru_cache(maxsize=64)
+def _page_upsert(dialect: str, columns: tuple[str, ...], nulls: tuple[str, ...]) -> Any:
+    """The upsert of a page row that sets *columns* (bound per row, with ``source_id``, ``page_id`` and
+    ``first_seen`` on insert) and *nulls* to SQL NULL."""
+    stmt = _insert(dialect, PageRow)
+    changes: dict[str, Any] = {name: stmt.excluded[name] for name in columns}
+    changes.update({name: null() for name in nulls})
+    return stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=changes)
+
+
+@functools.lru_cache(maxsize=64)
+def _page_update(columns: tuple[str, ...], nulls: tuple[str, ...]) -> Any:
+    """The update of one page row (``sid``, ``pid``) that sets *columns* (bound as ``v_<column>``) and *nulls* to
+    SQL NULL."""
+    changes: dict[str, Any] = {name: bindparam(f"v_{name}") for name in columns}
+    changes.update({name: null() for name in nulls})
+    return (update(PageRow).where(PageRow.source_id == bindparam("sid"), PageRow.page_id == bindparam("pid"))
+            .values(changes).execution_options(synchronize_session=False))
+
+
+_STALE_ALIASES = (update(PageRow)
+                  .where(PageRow.source_id == bindparam("sid"), PageRow.alias_of == bindparam("pid"),
+                         PageRow.status == "alias", PageRow.content_hash != bindparam("hash"))
+                  .values(reindex_requested=True)
+                  .execution_options(synchronize_session=False))  # the session holds no page object to update
+_END_INDEX_WRITE = (delete(IndexWriteRow)
+                    .where(IndexWriteRow.source_id == bindparam("sid"), IndexWriteRow.page_id == bindparam("pid"))
+                    .execution_options(synchronize_session=False))
+_DELETE_IMAGES = (delete(ImageRow).where(ImageRow.source_id == bindparam("sid"), ImageRow.page_id == bindparam("pid"))
+                  .execution_options(synchronize_session=False))
+
+
 def _insert(dialect: str, table: Any) -> Any:
     if dialect == "postgresql":
         return postgresql.insert(table)
@@ -553,6 +585,8 @@ class SqlStateStore:
                     PageRow.sitemap_lastmod,
                     PageRow.last_changed,
                 ).where(PageRow.source_id == source_id)
+                # streamed: the rows' decoded link lists are not all in memory at once
+                .execution_options(yield_per=1000)
             )
             # Link targets repeat on every page of a site (its navigation): one string each, not one a page.
             urls: dict[str, str] = {}
@@ -621,25 +655,26 @@ class SqlStateStore:
             "not_found_runs": 0,
             "chunk_count": page.chunk_count,
             "links": list(page.links),
-            "redirects": list(page.redirects) or null(),  # SQL NULL, not JSON null
         }
+        nulls: tuple[str, ...] = ()
+        if page.redirects:
+            values["redirects"] = list(page.redirects)
+        else:
+            nulls = ("redirects",)  # SQL NULL, not JSON null
         _schedule_values(values, page.next_check_at, page.check_interval, page.unchanged_checks, page.sitemap_lastmod)
         if page.forced:
             values["reindex_requested"] = False
-        stmt = _insert(self._dialect, PageRow).values(
-            source_id=source_id, page_id=page.page_id, first_seen=page.fetched_at, **values
-        )
-        session.execute(stmt.on_conflict_do_update(index_elements=["source_id", "page_id"], set_=values))
+        # One statement per shape of row, built once: building one for every page cost SQLAlchemy ten times what
+        # SQLite spends running it.
+        session.execute(_page_upsert(self._dialect, tuple(values), nulls),
+                        {"source_id": source_id, "page_id": page.page_id, "first_seen": page.fetched_at, **values})
+        key = {"sid": source_id, "pid": page.page_id}
         # its aliases served its old content: the next crawl fetches them in full and decides again
-        session.execute(update(PageRow).where(PageRow.source_id == source_id, PageRow.alias_of == page.page_id,
-                                              PageRow.status == "alias",
-                                              PageRow.content_hash != page.content_hash)
-                        .values(reindex_requested=True))
+        session.execute(_STALE_ALIASES, {**key, "hash": page.content_hash})
         # its index write is committed with it
-        session.execute(delete(IndexWriteRow).where(IndexWriteRow.source_id == source_id,
-                                                    IndexWriteRow.page_id == page.page_id))
+        session.execute(_END_INDEX_WRITE, key)
         # The page's images are replaced wholesale, in the same transaction as its row.
-        session.execute(delete(ImageRow).where(ImageRow.source_id == source_id, ImageRow.page_id == page.page_id))
+        session.execute(_DELETE_IMAGES, key)
         if page.images:
             session.execute(
                 _insert(self._dialect, ImageRow),
@@ -674,15 +709,16 @@ class SqlStateStore:
                     changes["http_status"] = seen.http_status
                 if seen.links is not None:
                     changes["links"] = list(seen.links)
+                nulls: tuple[str, ...] = ()
                 if seen.redirects is not None:
-                    changes["redirects"] = list(seen.redirects) or null()
+                    if seen.redirects:
+                        changes["redirects"] = list(seen.redirects)
+                    else:
+                        nulls = ("redirects",)  # SQL NULL, not JSON null
                 _schedule_values(changes, seen.next_check_at, seen.check_interval, seen.unchanged_checks,
                                  seen.sitemap_lastmod)
-                session.execute(
-                    update(PageRow)
-                    .where(PageRow.source_id == source_id, PageRow.page_id == seen.page_id)
-                    .values(**changes)
-                )
+                session.execute(_page_update(tuple(changes), nulls),
+                                {"sid": source_id, "pid": seen.page_id, **{f"v_{k}": v for k, v in changes.items()}})
 
     @_retry_conflicts
     def record_failures(self, source_id: int, run_id: str, failures: Sequence[PageFailure]) -> None:
