@@ -364,3 +364,17 @@ def test_sources_show_and_status_say_what_is_due(site: DocsServer, crawl: Crawl,
     assert later[-1]["schedule"]["due_now"] == later[-1]["schedule"]["scheduled"] > 20
     status = command("status", name).stdout
     assert "schedule " in status and "pages due now" in status
+
+
+def test_the_loader_and_the_launcher_pass_due_on() -> None:
+    from docscraper import CrawlerConfig
+    from docscraper.ops.launch import crawl_arguments
+    from docscraper.ops.sources import SourceArgumentError
+
+    assert CrawlerConfig(due=True).spider_args() == {"due": "1"}
+    assert "due" not in CrawlerConfig().spider_args()
+    with pytest.raises(ConfigError, match="due must be True or False"):
+        CrawlerConfig(due="yes")  # type: ignore[arg-type]
+    assert crawl_arguments("acme", due=True) == {"source": "acme", "due": "1"}
+    with pytest.raises(SourceArgumentError, match="due=1"):
+        crawl_arguments("acme", full=True, due=True)
