@@ -18,6 +18,61 @@ temporary folder (``site/``, ``data/``, ``nginx/`` with the access log, ``logs/`
 RESULTS
 -------
 
+2026-11-26, 03:24-03:32 UTC, ``--pages 10000 --days 0`` (index off), at commit 6ef2670: after the state store
+changes (load_pages streamed, prebuilt per-row statements) and with discovery judged before the stored links of
+pages not due; nothing else ran on the machine (the load average was still falling from a test run)::
+
+    figure                                          measured            target
+    --------------------------------------------------------------------------------
+    machine                                         2 CPUs, load average 0.75 1.87 2.29 at start, 1.39 1.73 2.12 at end (7.2 min in all)
+    site                                            10000 pages + 51 indexes, 50 MiB, generated in 3.3 s
+    index                                           off
+    COLD CRAWL
+      wall / CPU                                    235.0 s / 348.1 s
+      result; new / changed / unchanged / failed    success; 10051 / 0 / 0 / 0
+      requests (pages: 200 / 304; other)            10061 (10051 / 0; 10)
+      pages/s overall (page requests / their span)  44.9 (224 s)
+      pages/s first tenth / last tenth              39.3 / 43.1
+      last / first                                  1.10                >= 0.8
+      pages/s by tenth                              39 46 44 46 45 47 48 47 45 43
+      peak RSS: tree / main process / tree PSS      266 MiB / 184 MiB / 226 MiB
+      final RSS: tree / main process                177 MiB / 165 MiB
+      tree RSS at 30% / 95% of items                263 MiB / 264 MiB (+1 MiB)
+      main RSS at 30% / 95% of items                182 MiB / 183 MiB
+    STATE DB (after the cold crawl)
+      file / size                                   state.db: 40.7 MiB, 10051 page rows, links JSON 24.2 MiB
+      load all pages (rows)                         168.6 ms best of 3, 202.2 ms first (10051)
+      count by status (rows)                        2.3 ms best of 3, 10.4 ms first (1)
+      due count (rows)                              0.0 ms best of 3, 0.1 ms first (1)
+      next due (rows)                               0.0 ms best of 3, 0.1 ms first (1)
+    UNCHANGED RECRAWL
+      wall / CPU                                    132.7 s / 130.9 s
+      result; new / changed / unchanged / failed    success; 0 / 0 / 10051 / 0
+      requests (pages: 200 / 304; other)            10061 (0 / 10051; 10)
+      pages/s first / last tenth (ratio)            74.0 / 94.0 (1.27)
+      peak RSS tree / main                          163 MiB / 163 MiB
+    DUE RUN, HALF A DAY LATER
+      wall / CPU                                    31.8 s / 37.9 s
+      result; new / changed / unchanged / failed    success; 10 / 510 / 0 / 0
+      requests (pages: 200 / 304; other)            530 (520 / 0; 10)
+      requests / full recrawl's                     530 / 10061 (5.3%)  <= 20%
+      edited pages reported changed                 500 / 500           all
+      added pages reported new                      10 / 10             all
+      removed                                       0                   0
+      why fetched (report counters)                 due/lastmod 510, due/new 10
+    DUE RUN, AN HOUR AFTER THAT
+      wall / CPU                                    19.4 s / 19.1 s
+      result; new / changed / unchanged / failed    success; 0 / 0 / 0 / 0
+      requests (pages: 200 / 304; other)            10 (0 / 0; 10)
+      requests / full recrawl's                     10 / 10061 (0.1%)   <= 5%
+      removed                                       0                   0
+
+    query plans:
+      load all pages: SEARCH pages USING INDEX ix_pages_source_next_check (source_id=?)
+      count by status: SEARCH pages USING COVERING INDEX ix_pages_source_status (source_id=?)
+      due count: SEARCH pages USING COVERING INDEX ix_pages_source_next_check (source_id=? AND next_check_at<?)
+      next due: SEARCH pages USING COVERING INDEX ix_pages_source_next_check (source_id=?)
+
 2026-11-26, 01:22-01:50 UTC, ``--pages 10000`` (index off, 21 simulated days; the machine's 2 CPUs were shared
 with another engineer's test runs: load average 1.1 at the start, 3.4-3.8 at the end)::
 
