@@ -656,7 +656,6 @@ def _revisit_settings(settings: BaseSettings) -> dict[str, Any]:
                     settings.get("DOCSCRAPER_REVISIT_MAX_INTERVAL") or intervals[-1])
     if low > high:
         raise ConfigError("DOCSCRAPER_REVISIT_MIN_INTERVAL must not be longer than DOCSCRAPER_REVISIT_MAX_INTERVAL")
-    offset = settings.get("DOCSCRAPER_REVISIT_CLOCK_OFFSET") or 0
     return {
         "revisit_policy": policy,
         "revisit_intervals": tuple(min(step, high) for step in intervals),
@@ -668,7 +667,8 @@ def _revisit_settings(settings: BaseSettings) -> dict[str, Any]:
                                 above_one=True),
         "revisit_shrink": _factor("DOCSCRAPER_REVISIT_SHRINK", settings.get("DOCSCRAPER_REVISIT_SHRINK") or 0.8,
                                   above_one=False),
-        "revisit_clock_offset": 0.0 if offset in (0, "0") else _seconds("DOCSCRAPER_REVISIT_CLOCK_OFFSET", offset),
+        "revisit_clock_offset": _seconds("DOCSCRAPER_REVISIT_CLOCK_OFFSET",
+                                         settings.get("DOCSCRAPER_REVISIT_CLOCK_OFFSET") or 0),
     }
 
 

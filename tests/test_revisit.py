@@ -51,7 +51,8 @@ def test_steps_grow_while_unchanged_reset_on_change_and_stop_at_the_ceiling() ->
     changed = revisit.after_check(record, "changed", T0)
     assert (changed.interval, changed.unchanged_checks) == (DAY, 0)
     # unchanged content with a new ETag: the server says it changed, so the schedule starts again
-    assert revisit.after_check(record, "unchanged", T0, revalidated=True).interval == DAY
+    assert revisit.after_check(replace(record, etag='"v1"'), "unchanged", T0, etag='"v2"').interval == DAY
+    assert revisit.after_check(replace(record, etag='"v1"'), "unchanged", T0, etag='"v1"').interval == 14 * DAY
 
 
 def test_the_adaptive_policy_multiplies_and_clamps() -> None:

@@ -43,7 +43,7 @@ from docscraper.storage.state import utcnow
 
 if TYPE_CHECKING:
     from docscraper.config import DocscraperConfig
-    from docscraper.storage.state import PageRecord, ScheduleSummary, SourceRecord
+    from docscraper.storage.state import PageRecord, SourceRecord, StateStore
 
 __all__ = [
     "LastmodWatch",
@@ -113,11 +113,12 @@ class RevisitPolicy:
                                                                                           self.max_interval))
 
     def after_check(self, previous: PageRecord | None, change: str, at: datetime, *,
-                    revalidated: bool = False) -> PageSchedule:
+                    etag: str | None = None) -> PageSchedule:
         """The schedule of a page checked at *at* whose content was ``new``, ``changed``, ``unchanged`` or an
-        ``alias``'s (judged as unchanged when the page was one before); *revalidated*: unchanged, but the
-        server gave it a new ETag (a reset, as a change)."""
+        ``alias``'s (judged as unchanged when the page was one before); *etag*: the one the check got, a reset
+        (as a change) when it is not the stored one."""
         known = previous is not None and previous.check_interval is not None
+        revalidated = bool(etag and previous is not None and previous.etag and etag != previous.etag)
         unchanged = change == "unchanged" or (change == "alias" and previous is not None
                                               and previous.status == "alias")
         if not known or change == "new" or (not unchanged) or revalidated:
@@ -164,10 +165,12 @@ class RevisitPolicy:
         return None
 
 
-def schedule_view(summary: ScheduleSummary, source: SourceRecord, policy: RevisitPolicy, now: datetime
-                  ) -> dict[str, object]:
-    """A source's schedule as ``sources show``, ``status`` and the MCP tools give it: pages on a schedule, how
-    many are due now, when the next falls due, and whether its sitemap lastmod is believed."""
+def schedule_view(store: StateStore, source: SourceRecord, policy: RevisitPolicy) -> dict[str, object]:
+    """A source's schedule now, by the policy's clock, as ``sources show``, ``status`` and the MCP tools give it:
+    pages on a schedule, how many are due now, when the next falls due, and whether its sitemap lastmod is
+    believed."""
+    now = policy.now()
+    summary = store.schedule_summary(source.id, now)
     watch = LastmodWatch(source, policy, now)
     return {
         "scheduled": summary.scheduled,

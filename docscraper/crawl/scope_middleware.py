@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from docscraper.crawl.target import CrawlTarget
+    from docscraper.storage.state import PageRecord
 
 __all__ = ["ScopeMiddleware"]
 
@@ -268,7 +269,7 @@ class ScopeMiddleware:
             ledger.claim(known.page_id, url)  # the canonical page this URL was stored under
         return request
 
-    def _due(self, request: Request, known: Any, url: str, finder: str, depth: int) -> bool:
+    def _due(self, request: Request, known: PageRecord | None, url: str, finder: str, depth: int) -> bool:
         """Whether a due-only run fetches this page; a page not due is recorded and its stored links judged."""
         resources = self.resources
         watch = resources.lastmod
@@ -279,6 +280,7 @@ class ScopeMiddleware:
             request.meta["docscraper_revisit"] = reason
             self.outcomes.count(f"due/{reason}")
             return True
+        assert known is not None  # a page the state does not hold is always due ("new")
         self.outcomes.not_due(url, known.page_id, known.next_check_at, finder=finder, depth=depth)
         spider = self.crawler.spider
         if known.links and spider is not None and hasattr(spider, "follow"):

@@ -306,9 +306,7 @@ def _info(summary: SourceSummary, store: StateStore | None = None, config: Docsc
     s = summary.source
     schedule = None
     if store is not None and config is not None:
-        policy = RevisitPolicy(config)
-        now = policy.now()
-        schedule = schedule_view(store.schedule_summary(s.id, now), s, policy, now)
+        schedule = schedule_view(store, s, RevisitPolicy(config))
     return SourceInfo(s.name, s.url, dict(s.scope), s.registered, summary.pages, summary.chunks,
                       _run_dict(summary.last_run), schedule)
 

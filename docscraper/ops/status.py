@@ -127,11 +127,10 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
             source_id = source.id
         runs = store.run_states(source_id)
         policy = RevisitPolicy(config)
-        clock = policy.now()
         schedules: dict[str, dict[str, Any]] = {}
         for run in runs:
             if run.source not in schedules and (record := store.get_source(run.source)) is not None:
-                schedules[run.source] = schedule_view(store.schedule_summary(record.id, clock), record, policy, clock)
+                schedules[run.source] = schedule_view(store, record, policy)
     finally:
         store.close()
     now = utcnow()
