@@ -326,8 +326,10 @@ class DocscraperConfig:
     ``DOCSCRAPER_REVISIT_SHRINK`` (0.8) when changed, between ``DOCSCRAPER_REVISIT_MIN_INTERVAL`` (1h) and
     ``DOCSCRAPER_REVISIT_MAX_INTERVAL`` (the last step, 14d)), ``DOCSCRAPER_REVISIT_ERROR_BASE`` (10m: a page
     that failed n times in a row is checked again after base x 2^(n-1), at most the maximum interval, or after
-    its ``Retry-After`` when longer), ``DOCSCRAPER_REVISIT_CLOCK_OFFSET`` (0 s: moves the schedule's clock
-    forward, for simulations and tests).
+    its ``Retry-After`` when longer), ``DOCSCRAPER_REVISIT_JITTER`` (0.1: a check is planned up to this share
+    of its interval early, by an amount drawn from the page's id, so that pages crawled together fall due
+    apart; 0 plans every check at its interval), ``DOCSCRAPER_REVISIT_CLOCK_OFFSET`` (0 s: moves the
+    schedule's clock forward, for simulations and tests).
 
     The vector index: ``DOCSCRAPER_INDEX_ENABLED`` (on), ``DOCSCRAPER_CHROMA_URL`` (a Chroma server;
     default: a persistent directory at ``DATA_DIR/chroma``), ``DOCSCRAPER_CHROMA_COLLECTION`` (``docs``),
@@ -484,6 +486,7 @@ class DocscraperConfig:
     revisit_error_base: float = 600.0
     revisit_grow: float = 1.4
     revisit_shrink: float = 0.8
+    revisit_jitter: float = 0.1
     revisit_clock_offset: float = 0.0
 
     @property
@@ -667,6 +670,8 @@ def _revisit_settings(settings: BaseSettings) -> dict[str, Any]:
                                 above_one=True),
         "revisit_shrink": _factor("DOCSCRAPER_REVISIT_SHRINK", settings.get("DOCSCRAPER_REVISIT_SHRINK") or 0.8,
                                   above_one=False),
+        "revisit_jitter": _number_between("DOCSCRAPER_REVISIT_JITTER",
+                                          settings.get("DOCSCRAPER_REVISIT_JITTER", 0.1), 0.0, 0.5),
         "revisit_clock_offset": _seconds("DOCSCRAPER_REVISIT_CLOCK_OFFSET",
                                          settings.get("DOCSCRAPER_REVISIT_CLOCK_OFFSET") or 0),
     }

@@ -134,7 +134,7 @@ class ChangeDetectionPipeline(RunPipeline):
         target = self.resources.target
         known = target.known.get(meta.page_id) if target is not None else None
         revisit = self.resources.revisit
-        schedule = revisit.after_check(known, "unchanged", revisit.now(), etag=meta.etag)
+        schedule = revisit.after_check(known, "unchanged", revisit.now(), etag=meta.etag, page=meta.page_id)
         if self.resources.lastmod is not None:
             self.resources.lastmod.checked(known, meta.sitemap_lastmod, "unchanged")
         details = {**details, "nextCheck": iso_utc(schedule.next_check_at), "revisit": meta.revisit}

@@ -60,7 +60,7 @@ class StateCommitPipeline(RunPipeline):
         revisit = resources.revisit
         known = resources.target.known.get(meta.page_id)
         change = meta.change or "new"
-        schedule = revisit.after_check(known, change, revisit.now(), etag=meta.etag)
+        schedule = revisit.after_check(known, change, revisit.now(), etag=meta.etag, page=meta.page_id)
         if resources.lastmod is not None:
             resources.lastmod.checked(known, meta.sitemap_lastmod, "unchanged" if change == "unchanged" else "changed")
         await self._commits.submit(

@@ -147,6 +147,54 @@ def test_a_page_that_never_changes_settles_at_the_ceiling_and_a_weekly_one_is_fo
     assert len(checks["weekly"]) < 84 / 2
 
 
+def test_jitter_plans_checks_early_by_a_share_drawn_from_the_page() -> None:
+    """Pages checked together fall due apart, never after their interval; the same page and step, the same plan."""
+    revisit = policy()
+    nexts = [revisit.after_check(None, "new", T0, page=f"url_{n}").next_check_at - T0 for n in range(1000)]
+    assert all(timedelta(days=0.9) <= wait <= timedelta(days=1) for wait in nexts)
+    hours = {int(wait.total_seconds() // 3600) for wait in nexts}
+    assert hours == set(range(21, 24))  # spread over the last 2.4 hours of the day
+    assert len(set(nexts)) > 990
+    assert revisit.after_check(None, "new", T0, page="url_7") == revisit.after_check(None, "new", T0, page="url_7")
+    record = page(next_check_at=T0, check_interval=DAY, unchanged_checks=0)
+    stepped = revisit.after_check(record, "unchanged", T0, page="url_7")
+    assert stepped.interval == 3 * DAY  # the interval is stored as the policy says; only the plan is early
+    assert timedelta(days=2.7) <= stepped.next_check_at - T0 <= timedelta(days=3)
+    assert policy(DOCSCRAPER_REVISIT_JITTER=0).after_check(None, "new", T0, page="url_7").next_check_at == T0 + timedelta(days=1)
+    with pytest.raises(ConfigError, match="DOCSCRAPER_REVISIT_JITTER"):
+        policy(DOCSCRAPER_REVISIT_JITTER="0.9")
+
+
+def test_with_jitter_pages_crawled_on_one_day_fall_due_over_several_and_still_settle_at_the_ceiling() -> None:
+    """A cold crawl's 2,000 pages, one due-only run a day for 120 days, none ever changing: no run checks them
+    all again once they reach the ceiling, and no page is checked more often than the policy's steps allow."""
+    revisit = policy()
+    records = {f"url_{n}": None for n in range(2000)}  # type: dict[str, PageRecord | None]
+    per_day: list[int] = []
+    gaps: dict[str, list[int]] = {pid: [] for pid in records}
+    last: dict[str, int] = {}
+    for day in range(120):
+        now = T0 + timedelta(days=day)
+        checked = 0
+        for pid, record in records.items():
+            if record is not None and revisit.why_due(record, now, None) is None:
+                continue
+            checked += 1
+            if pid in last:
+                gaps[pid].append(day - last[pid])
+            last[pid] = day
+            schedule = revisit.after_check(record, "unchanged" if record else "new", now, page=pid)
+            base = record or page(page_id=pid)
+            records[pid] = replace(base, next_check_at=schedule.next_check_at, check_interval=schedule.interval,
+                                   unchanged_checks=schedule.unchanged_checks)
+        per_day.append(checked)
+    assert per_day[0] == 2000
+    assert max(per_day[60:]) < 2000 / 2  # the herd has spread: no day checks half of the pages
+    assert all(gap >= 1 for pid_gaps in gaps.values() for gap in pid_gaps)
+    settled = [gap for pid_gaps in gaps.values() for gap in pid_gaps[3:]]
+    assert settled and set(settled) <= {13, 14}  # at the 14-day ceiling, planned up to a tenth early
+
+
 def test_a_sitemap_whose_urls_all_carry_one_date_gives_no_lastmod() -> None:
     entries = "".join(f"<url><loc>https://h/docs/p{i}.html</loc><lastmod>2026-01-05</lastmod></url>"
                       for i in range(UNIFORM_LASTMOD_MIN))
@@ -230,7 +278,8 @@ def test_a_due_run_fetches_new_lastmod_moved_and_due_pages_only(site: DocsServer
     assert active["guide/concepts.html"]["sitemap_lastmod"] == "2025-02-03"
     assert first.report["schedule"]["scheduled"] >= len(active) and first.report["schedule"]["dueNow"] <= 2
     entry = first.report["items"]["guide/concepts.html"]
-    assert when(entry["nextCheck"]) - when(entry["fetchedAt"]) == pytest.approx(timedelta(days=1), abs=timedelta(minutes=5))
+    # a day, planned up to DOCSCRAPER_REVISIT_JITTER (0.1) early
+    assert timedelta(days=0.9) <= when(entry["nextCheck"]) - when(entry["fetchedAt"]) <= timedelta(days=1, minutes=5)
 
     # a page edited with its lastmod moved, a new page in the sitemap, a page deleted from the site
     concepts = site.root / "docs" / "guide" / "concepts.html"

@@ -14,7 +14,12 @@ Every check of a page leaves its schedule in the state store (``pages.next_check
 - a failure (HTTP error, timeout...) backs the page off: ``DOCSCRAPER_REVISIT_ERROR_BASE`` (10 minutes) x 2^(n-1)
   after the n-th failure in a row, at most the ceiling, or the response's ``Retry-After`` when longer; its
   interval stays as it was;
-- ``scrapy reindex`` (a forced re-process) clears the next check: the page is due at once.
+- ``scrapy reindex`` (a forced re-process) clears the next check: the page is due at once;
+- a check is planned up to ``DOCSCRAPER_REVISIT_JITTER`` (0.1) of its interval early, by a share drawn from the
+  page's id and its streak (the same every time for the same page and step, so runs and simulations repeat):
+  the thousands of pages one cold crawl found on one day fall due over the following days' runs instead of
+  all in one, and the spread grows with each interval. A check is never planned late, so a page that changes
+  within its interval is still found within it; the interval itself (``check_interval``) is stored unjittered.
 
 A due-only run (``-a due=1``, ``scrapy recrawl NAME --due``) discovers as usual and fetches a known page only
 when :meth:`RevisitPolicy.why_due` gives a reason: it is new to the state, it was never scheduled, a reindex was
@@ -34,6 +39,7 @@ simulated weeks need no waiting.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -101,6 +107,7 @@ class RevisitPolicy:
         self.error_base = config.revisit_error_base
         self.grow = config.revisit_grow
         self.shrink = config.revisit_shrink
+        self.jitter = config.revisit_jitter
         self.offset = timedelta(seconds=config.revisit_clock_offset)
 
     def now(self) -> datetime:
@@ -113,10 +120,10 @@ class RevisitPolicy:
                                                                                           self.max_interval))
 
     def after_check(self, previous: PageRecord | None, change: str, at: datetime, *,
-                    etag: str | None = None) -> PageSchedule:
+                    etag: str | None = None, page: str | None = None) -> PageSchedule:
         """The schedule of a page checked at *at* whose content was ``new``, ``changed``, ``unchanged`` or an
         ``alias``'s (judged as unchanged when the page was one before); *etag*: the one the check got, a reset
-        (as a change) when it is not the stored one."""
+        (as a change) when it is not the stored one; *page*: its id, which draws its jitter (None: none)."""
         known = previous is not None and previous.check_interval is not None
         revalidated = bool(etag and previous is not None and previous.etag and etag != previous.etag)
         unchanged = change == "unchanged" or (change == "alias" and previous is not None
@@ -127,14 +134,21 @@ class RevisitPolicy:
                 interval = self._clamp(previous.check_interval * self.shrink)
             else:
                 interval = self.first_interval
-            return PageSchedule(at + timedelta(seconds=interval), interval, 0)
+            return PageSchedule(at + timedelta(seconds=self._early(interval, page, 0)), interval, 0)
         assert previous is not None and previous.check_interval is not None
         streak = previous.unchanged_checks + 1
         if self.kind == "steps":
             interval = self.intervals[min(streak, len(self.intervals) - 1)]
         else:
             interval = self._clamp(previous.check_interval * self.grow)
-        return PageSchedule(at + timedelta(seconds=interval), interval, streak)
+        return PageSchedule(at + timedelta(seconds=self._early(interval, page, streak)), interval, streak)
+
+    def _early(self, interval: int, page: str | None, streak: int) -> float:
+        """*interval* shortened by up to the jitter share, by an amount drawn from *page* and *streak*."""
+        if not page or self.jitter <= 0:
+            return float(interval)
+        draw = int.from_bytes(hashlib.blake2b(f"{page}|{streak}".encode(), digest_size=8).digest(), "big")
+        return interval * (1.0 - self.jitter * draw / 2**64)
 
     def after_failure(self, failures: int, at: datetime, retry_after: float | None = None) -> datetime:
         """The next check of a page that failed its *failures*-th time in a row at *at*."""
