@@ -17,7 +17,7 @@ import pytest
 
 from docscraper.config import DocscraperConfig
 from docscraper.storage.backends import load_crawl_embedder, load_query_embedder
-from docscraper.storage.embedding import SentenceTransformerEmbedder, default_model_path
+from docscraper.storage.embedding import DEFAULT_MODEL, SentenceTransformerEmbedder, default_model_path, model_name
 from docscraper.storage.onnx_embedding import (
     MIN_COSINE,
     OnnxQueryEmbedder,
@@ -142,3 +142,42 @@ def test_without_an_export_questions_use_the_model_and_export_it(tmp_path: Path)
         first.close()
     second = load_query_embedder(config)
     assert isinstance(second, OnnxQueryEmbedder)
+
+
+def test_the_first_crawl_makes_the_export_in_a_child_process_and_never_imports_torch(tmp_path: Path) -> None:
+    """No export yet: the crawl's embedder is made by a child process that loads the model and exports it; the
+    crawl's own process embeds with the export and never imports torch."""
+    code = (
+        "import logging, sys; from pathlib import Path; from docscraper.config import DocscraperConfig; "
+        "from docscraper.storage.backends import load_crawl_embedder; logging.basicConfig(level=logging.INFO); "
+        f"e = load_crawl_embedder(DocscraperConfig(data_dir=Path({str(tmp_path)!r}), state_url='sqlite://', "
+        "embedding_device='cpu')); v = e.embed(['where are the logs?']); "
+        "print(type(e).__name__, v.shape[1], 'torch' in sys.modules, 'sentence_transformers' in sys.modules)"
+    )
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["OnnxQueryEmbedder", "384", "False", "False"]
+    assert "to ONNX in a child process" in out.stderr and "from its ONNX export" in out.stderr
+    directory = query_model_dir(tmp_path, model_name(DEFAULT_MODEL), default_model_path())
+    assert json.loads((directory / "meta.json").read_text())["min_cosine"] >= MIN_COSINE
+
+
+def test_a_model_the_child_cannot_export_is_loaded_by_the_crawl_itself(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A model folder without tokenizer.json cannot be exported: the child says so (exit 3), the crawl logs it
+    and embeds with the model; nothing is left under the data directory's models."""
+    folder = Path(shutil.copytree(default_model_path(), tmp_path / "model"))
+    (folder / "tokenizer.json").unlink()
+    config = DocscraperConfig(data_dir=tmp_path / "data", state_url="sqlite://", embedding_device="cpu",
+                              embedding_model=str(folder))
+    with caplog.at_level("WARNING", logger="docscraper.storage.backends"):
+        embedder = load_crawl_embedder(config)
+    try:
+        assert isinstance(embedder, SentenceTransformerEmbedder)
+        assert embedder.embed(["where are the logs?"]).shape == (1, 384)
+    finally:
+        embedder.close()
+    assert any("child process (exit 3" in record.getMessage() for record in caplog.records), caplog.text
+    assert not list((tmp_path / "data").glob("models/*/meta.json"))

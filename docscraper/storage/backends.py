@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
+import time
 from typing import TYPE_CHECKING
 
 from scrapy.utils.misc import load_object
@@ -18,7 +21,7 @@ if TYPE_CHECKING:
     from docscraper.storage.state import StateStore
     from docscraper.storage.vectors import VectorIndex
 
-__all__ = ["export_for_questions", "load_crawl_embedder", "load_embedder", "load_query_embedder", "open_state_store",
+__all__ = ["export_for_questions", "export_in_child", "load_crawl_embedder", "load_embedder", "load_query_embedder", "open_state_store",
            "open_vector_index"]
 
 logger = logging.getLogger(__name__)
@@ -51,20 +54,58 @@ def load_embedder(config: DocscraperConfig) -> Embedder:
 
 
 def load_crawl_embedder(config: DocscraperConfig) -> Embedder:
-    """The embedder for a crawl's chunks: the configured model's ONNX export when there is one (the first
-    crawl with the model makes it, at its end) and the model would run on the CPU, else the configured
-    embedder. The export gives the model's vectors (checked when it was made) without importing torch: a
-    recrawl with a few changed pages, or a new source in the same data directory, starts embedding in a
-    fraction of a second instead of ten. ``DOCSCRAPER_CRAWL_ONNX=0`` (or ``DOCSCRAPER_QUERY_ONNX=0``, which
-    makes no export): always the configured embedder."""
+    """The embedder for a crawl's chunks: the configured model's ONNX export when the model would run on the
+    CPU, else the configured embedder. The export gives the model's vectors (checked when it is made) without
+    importing torch into the crawl: a recrawl with a few changed pages starts embedding in a fraction of a
+    second instead of ten, and a crawl holds about 300 MiB less. The first crawl with a model makes the export
+    in a child process (:func:`export_in_child`, about as long as loading the model here would take), so that
+    torch and the export's own peak never live in the crawl's process; when that fails, the crawl loads the
+    model itself. ``DOCSCRAPER_CRAWL_ONNX=0`` (or ``DOCSCRAPER_QUERY_ONNX=0``, which makes no export): always
+    the configured embedder."""
     if config.crawl_onnx and _runs_on_cpu(config):
         fast = _open_export(config, batch_size=config.embedding_batch_size)
+        if fast is None and _exportable(config) and export_in_child(config):
+            fast = _open_export(config, batch_size=config.embedding_batch_size)
         if fast is not None:
             logger.info("Loaded embedding model %s from its ONNX export in %s (cpu, dim %d, max %d tokens, %d "
                         "texts per pass; torch not imported)", fast.name, fast.directory, fast.dimension,
                         fast.max_tokens, fast.batch_size)
             return fast
     return load_embedder(config)
+
+
+#: The longest an export in a child process may take (importing torch, loading, tracing, checking).
+EXPORT_TIMEOUT = 600.0
+
+
+def _exportable(config: DocscraperConfig) -> bool:
+    """Whether the configured model can be exported: the sentence-transformers embedder on a model folder."""
+    return (config.query_onnx and config.embedder_class == _SENTENCE_TRANSFORMERS
+            and _model_folder(config) is not None)
+
+
+def export_in_child(config: DocscraperConfig) -> bool:
+    """Make the configured model's ONNX export in a child process (:func:`docscraper.storage.onnx_embedding.main`)
+    and say whether it now exists. The child gets this process's import path and environment, and only the
+    model's name and the data directory as arguments; its last lines are logged when it fails."""
+    command = [sys.executable, "-c", "from docscraper.storage.onnx_embedding import main; raise SystemExit(main())",
+               config.embedding_model, str(config.data_dir)]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(entry or os.getcwd() for entry in sys.path))
+    started = time.monotonic()
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=EXPORT_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        logger.warning("Cannot export %s to ONNX in a child process (%s: %s): the crawl loads the model itself",
+                       config.embedding_model, exc.__class__.__name__, exc)
+        return False
+    if done.returncode != 0:
+        tail = " | ".join(line.strip() for line in (done.stderr or "").strip().splitlines()[-3:])
+        logger.warning("Cannot export %s to ONNX in a child process (exit %d: %s): the crawl loads the model "
+                       "itself", config.embedding_model, done.returncode, tail or "no output")
+        return False
+    logger.info("Exported %s to ONNX in a child process in %.1f s: this crawl embeds without torch",
+                config.embedding_model, time.monotonic() - started)
+    return True
 
 
 def _runs_on_cpu(config: DocscraperConfig) -> bool:

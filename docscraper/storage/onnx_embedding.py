@@ -10,8 +10,10 @@ library), neither of which imports torch.
   normalization) of a loaded :class:`~docscraper.storage.embedding.SentenceTransformerEmbedder` to
   ``<data dir>/models/<model>-<fingerprint>/model.onnx`` (``torch.onnx.export``), then embeds a set of sample
   texts (short, long past the model's token limit, code, non-Latin scripts) both ways and keeps the export
-  only when every vector agrees (cosine >= 0.99999). A crawl that loaded the model makes it once, at its end;
-  a search that had to load torch makes it for the next one.
+  only when every vector agrees (cosine >= 0.99999). The first crawl on the CPU makes it in a child process
+  before it embeds anything (:func:`main`), so that torch never loads in the crawl's own process; a crawl that
+  loaded the model anyway (on a GPU, or when that failed) makes it at its end, and a search that had to load
+  torch makes it for the next one.
 * :func:`open_query_model` finds the export for the configured model, or None: it is keyed by a fingerprint
   of the model's files (names, sizes, modification times), so a changed model folder is never answered by the
   export of another. Searches embed questions with it, and so does a crawl on the CPU once it exists
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
     from docscraper.storage.embedding import SentenceTransformerEmbedder
 
-__all__ = ["EXPORT_VERSION", "OnnxQueryEmbedder", "export_query_model", "model_fingerprint", "open_query_model",
+__all__ = ["EXPORT_VERSION", "OnnxQueryEmbedder", "export_query_model", "main", "model_fingerprint", "open_query_model",
            "query_model_dir"]
 
 logger = logging.getLogger(__name__)
@@ -257,6 +259,31 @@ def export_query_model(embedder: SentenceTransformerEmbedder, data_dir: Path) ->
         return None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``MODEL DATA_DIR``: make *MODEL*'s export under *DATA_DIR* in this process, once (a crawl runs this in a
+    child process, :func:`docscraper.storage.backends.export_in_child`, so that torch never loads in its own).
+    Exit 0 when the export exists, 3 when this model cannot be exported, 1 when it cannot load, 2 on bad
+    usage."""
+    import sys
+
+    from docscraper.storage.embedding import SentenceTransformerEmbedder
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2:
+        print("usage: MODEL DATA_DIR", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        embedder = SentenceTransformerEmbedder(args[0], device="cpu")
+    except Exception as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    try:
+        return 0 if export_query_model(embedder, Path(args[1])) is not None else 3
+    finally:
+        embedder.close()
 
 
 def _optimize(traced: Path, optimized: Path) -> str:
