@@ -688,6 +688,14 @@ class Crawl:
     def page_requests(self) -> list[tuple[float, int, str]]:
         return [r for r in self.requests if is_page(r[2])]
 
+    def marked(self, text: str) -> float | None:
+        """The time of the crawl's first log line holding *text*, or None."""
+        for line in self.log.read_text(errors="replace").splitlines():
+            if text in line:
+                with contextlib.suppress(ValueError):
+                    return float(line.split(" ", 1)[0])
+        return None
+
     def scraped(self) -> list[tuple[float, int]]:
         """(time, items scraped) from Scrapy's LogStats lines."""
         out = []
@@ -783,6 +791,19 @@ def memory(result: Crawl) -> dict[str, Any]:
         "peak_tree_pss_mib": max(s[3] for s in samples), "final_tree_rss_mib": samples[-1][2],
         "final_main_rss_mib": samples[-1][1], "maxrss_main_mib": result.maxrss_mib,
     }
+    # where the peak falls: while pages are fetched and scraped, or after the spider began to close (the
+    # queued items drained, the state and index closed, the model's ONNX export made at a first crawl's end)
+    closing = result.marked("Closing spider")
+    if closing is not None:
+        during = [s for s in samples if s[0] < closing]
+        after = [s for s in samples if s[0] >= closing]
+        if during:
+            out["peak_main_before_close_mib"] = max(s[1] for s in during)
+        if after:
+            out["peak_main_after_close_mib"] = max(s[1] for s in after)
+    exported = result.marked("Exported ")
+    if exported is not None:
+        out["export_at_s"] = exported - result.started
     scraped = result.scraped()
     total = scraped[-1][1] if scraped else 0
     if total:
@@ -1112,6 +1133,10 @@ def print_figures(args: argparse.Namespace, figures: dict[str, Any], cold: Crawl
         f"{mib(mem.get('peak_tree_pss_mib'))}", target)
     row("  final RSS: tree / main process", f"{mib(mem.get('final_tree_rss_mib'))} / "
         f"{mib(mem.get('final_main_rss_mib'))}")
+    if "peak_main_before_close_mib" in mem:
+        row("  peak main RSS before / after 'Closing spider'", f"{mib(mem.get('peak_main_before_close_mib'))} / "
+            f"{mib(mem.get('peak_main_after_close_mib'))}"
+            + (f" (ONNX export logged at {mem['export_at_s']:.0f} s)" if "export_at_s" in mem else ""))
     if "rss_at_30pct_items_mib" in mem:
         a, b = mem.get("rss_at_30pct_items_mib"), mem.get("rss_at_95pct_items_mib")
         flat = "" if a is None or b is None else f" ({(b - a):+.0f} MiB)"
