@@ -12,6 +12,107 @@ and ``logs/`` with each crawl's log, ``/usr/bin/time`` output and Chroma dumps).
 RESULTS
 -------
 
+2026-11-26, 06:11-06:23 UTC, ``make bench``'s script at commit e3b7d46 (the first crawl makes the model's ONNX
+export in a child process and embeds with it) and, right after on the same machine, at a45690b (the crawl loads
+the model itself and exports it at its end). Nothing else ran; the host was about 2.5 times slower than on
+2026-11-24 (the same raw encode gave 16-17 chunks/s against 41; a 10-million-step Python loop took 2.4 s), so
+compare the two runs with each other, not with the older figures. Same behaviour: 300 new, 1,095 chunks, 300
+unchanged with 0 writes, 30 edited and 36 chunks embedded in both. The cold crawl's peak RSS falls from 1,091 to
+842 MiB (torch is no longer in the crawl's process; the figure is ``/usr/bin/time``'s, the largest of the
+crawl process and the children it waited for, so it covers the export child too), the model is
+ready later (36.4 s against 30.2 s: the child imports torch, loads, traces and checks, then the crawl opens the
+export) but embeds faster (pipeline / raw 96.8% against 84.2%). The unchanged recrawl does not load a model in
+either; its 12.3% / 10.5% of the cold wall time is the slow host's start-up (12-13 s against 4.2 s on
+2026-11-24).
+
+After (e3b7d46)::
+
+    figure                                        measured                                          target
+    --------------------------------------------------------------------------------------------------------
+    machine                                       2 CPUs, load average 1.0 at start, 2.2 at end
+    model                                         all-MiniLM-L6-v2 on cpu, 2 torch threads
+    site                                          300 pages
+    COLD CRAWL
+      wall / CPU                                  107.9 s / 183.2 s
+      pages new / failed                          300 / 0
+      chunks in Chroma                            1095 (added 1095)
+      embeddings computed                         1095 in 6 batches
+      spider opened / model ready                 3.9 s / 36.4 s (onnx)
+      all fetched / closing spider                16.9 s / 105.9 s
+      peak RSS                                    842 MiB
+    THROUGHPUT
+      pipeline (model ready -> closing)           15.8 chunks/s (69.4 s, CPU 135.9 s = 1.96 cores)
+      raw encode, one call, 16 per pass           16.3 chunks/s (67.2 s, CPU 130.7 s = 1.94 cores)
+      raw encode, one call, 64 per pass (before)  13.4 chunks/s (81.6 s, CPU 155.0 s)
+      end to end (embeddings / wall)              10.2 chunks/s
+      pipeline / raw                              96.8%                                             >= 85%
+      pipeline / raw, by CPU seconds per chunk    96.2%
+      embed texts matching chunk_hash             1095 / 1095                                       all
+      raw process peak RSS, loaded / encoded      646 MiB / 789 MiB
+    UNCHANGED RECRAWL
+      wall / CPU                                  13.2 s / 12.1 s
+      wall / cold wall                            12.3%                                             <= 10%
+      pages unchanged                             300                                               300
+      embeddings computed                         0                                                 0
+      Chroma writes (added + deleted)             0 (same ids: True)                                0
+      model loaded                                False                                             False
+      304s / page requests                        300 / 300                                         all
+      bytes downloaded vs cold                    90,279 / 2,383,103 (3.8%)
+      peak RSS                                    171 MiB
+    10% EDIT RECRAWL
+      wall / CPU                                  17.5 s / 23.9 s
+      pages edited / reported changed             30 / 30                                           equal
+      embeddings computed / changed chunks        36 / 36                                           equal
+      embeddings reused                           71 (of 107 chunks on changed pages)
+      chunks added / deleted                      107 / 105
+      chunks in Chroma                            1097
+      model ready                                 7.9 s (onnx)
+      peak RSS                                    450 MiB
+
+Before (a45690b), the same machine five minutes later::
+
+    figure                                        measured                                          target
+    --------------------------------------------------------------------------------------------------------
+    machine                                       2 CPUs, load average 1.6 at start, 2.0 at end
+    model                                         all-MiniLM-L6-v2 on cpu, 2 torch threads
+    site                                          300 pages
+    COLD CRAWL
+      wall / CPU                                  117.0 s / 191.4 s
+      pages new / failed                          300 / 0
+      chunks in Chroma                            1095 (added 1095)
+      embeddings computed                         1095 in 6 batches
+      spider opened / model ready                 3.8 s / 30.2 s (torch)
+      all fetched / closing spider                18.8 s / 106.9 s
+      peak RSS                                    1091 MiB
+    THROUGHPUT
+      pipeline (model ready -> closing)           14.3 chunks/s (76.6 s, CPU 144.7 s = 1.89 cores)
+      raw encode, one call, 16 per pass           17.0 chunks/s (64.5 s, CPU 126.8 s = 1.96 cores)
+      raw encode, one call, 64 per pass (before)  14.7 chunks/s (74.5 s, CPU 143.9 s)
+      end to end (embeddings / wall)              9.4 chunks/s
+      pipeline / raw                              84.2%                                             >= 85%
+      pipeline / raw, by CPU seconds per chunk    87.6%
+      embed texts matching chunk_hash             1095 / 1095                                       all
+      raw process peak RSS, loaded / encoded      648 MiB / 774 MiB
+    UNCHANGED RECRAWL
+      wall / CPU                                  12.3 s / 11.5 s
+      wall / cold wall                            10.5%                                             <= 10%
+      pages unchanged                             300                                               300
+      embeddings computed                         0                                                 0
+      Chroma writes (added + deleted)             0 (same ids: True)                                0
+      model loaded                                False                                             False
+      304s / page requests                        300 / 300                                         all
+      bytes downloaded vs cold                    90,279 / 2,383,103 (3.8%)
+      peak RSS                                    169 MiB
+    10% EDIT RECRAWL
+      wall / CPU                                  20.3 s / 26.2 s
+      pages edited / reported changed             30 / 30                                           equal
+      embeddings computed / changed chunks        36 / 36                                           equal
+      embeddings reused                           71 (of 107 chunks on changed pages)
+      chunks added / deleted                      107 / 105
+      chunks in Chroma                            1097
+      model ready                                 8.2 s (onnx)
+      peak RSS                                    432 MiB
+
 2026-11-24, late, ``make bench`` (2 min 6 s in all; nothing else ran on the machine)::
 
     site: 300 pages (12 sections), 2.3 MB of HTML in /tmp/docscraper-bench-.../site

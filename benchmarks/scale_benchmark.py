@@ -18,6 +18,105 @@ temporary folder (``site/``, ``data/``, ``nginx/`` with the access log, ``logs/`
 RESULTS
 -------
 
+2026-11-26, 06:23-06:53 UTC, ``--pages 10000 --index --skip-recrawl --days 0 --time-limit 1200`` (index on), at
+commit e3b7d46: the model's ONNX export made in a child process at the start, the crawl embedding with it (torch
+never imported in the crawl's process). The clean-clone test suite ran beside it the whole time on the 2 CPUs,
+on a slow host, so the model managed about 2 pages/s: the crawl stopped at 1,200 s with 3,196 pages fetched and
+took another 6 minutes to embed the ones already queued. Its memory figures are what it is for: the tree's peak
+(1,232 MiB) is the export child (torch, the model, the trace) beside the crawl in the first minute; the crawl
+process itself peaked at 795 MiB (1,566 MiB when it loaded the model itself) and grew 22 MiB from 30% to 95% of
+the items (about 10 KB a page: five chunks' vectors and their HNSW links in Chroma's in-process index)::
+
+    figure                                           measured                         target
+    ----------------------------------------------------------------------------------------------
+    machine                                          2 CPUs, load average 1.68 1.79 1.77 at start, 4.71 4.86 4.43 at end (29.5 min in all)
+    site                                             10000 pages + 51 indexes, 50 MiB, generated in 3.4 s
+    index                                            on (embedding model)
+    cold crawl stopped after                         1200 s (CLOSESPIDER_TIMEOUT): a partial crawl
+    COLD CRAWL
+      wall / CPU                                     1757.5 s / 1921.1 s
+      result; new / changed / unchanged / failed     aborted; 3186 / 0 / 0 / 0
+      requests (pages: 200 / 304; other)             3196 (3186 / 0; 10)
+      pages/s overall (page requests / their span)   2.7 (1183 s)
+      pages/s first tenth / last tenth               20.1 / 2.2
+      last / first                                   0.11                             >= 0.8
+      pages/s by tenth                               20 23 4 2 2 2 2 2 2 2
+      peak RSS: tree / main process / tree PSS       1,232 MiB / 795 MiB / 1,172 MiB  <= 1536 MiB
+      final RSS: tree / main process                 486 MiB / 474 MiB
+      peak main RSS before / after 'Closing spider'  786 MiB / 795 MiB (ONNX export logged at 58 s)
+      tree RSS at 30% / 95% of items                 852 MiB / 874 MiB (+22 MiB)      flat
+      main RSS at 30% / 95% of items                 770 MiB / 792 MiB
+    STATE DB (after the cold crawl)
+      file / size                                    state.db: 13.2 MiB, 3186 page rows, links JSON 8.0 MiB
+      load all pages (rows)                          103.4 ms best of 3, 181.3 ms first (3186)
+      count by status (rows)                         0.8 ms best of 3, 7.7 ms first (1)
+      due count (rows)                               0.0 ms best of 3, 0.2 ms first (1)
+      next due (rows)                                0.0 ms best of 3, 0.1 ms first (1)
+
+    query plans:
+      load all pages: SEARCH pages USING INDEX ix_pages_source_next_check (source_id=?)
+      count by status: SEARCH pages USING COVERING INDEX ix_pages_source_status (source_id=?)
+      due count: SEARCH pages USING COVERING INDEX ix_pages_source_next_check (source_id=? AND next_check_at<?)
+      next due: SEARCH pages USING COVERING INDEX ix_pages_source_next_check (source_id=?)
+
+2026-11-26, 04:50-06:11 UTC, ``--pages 100000 --days 0`` (index off), at commit a45690b: **the complete
+100,000-page run**. The cold crawl ran with nothing else on the machine; during the first 14 minutes of the
+unchanged recrawl (05:34-05:48) a 10,000-page index-on crawl and targeted tests ran beside it, so its wall time
+and first tenth are slow (its figures that matter here are the 304 counts and the memory); the due runs ran
+alone. The host was slower than on earlier days (a 10-million-step Python loop took 2.4 s at 06:17), which
+slows every figure of the run alike::
+
+    figure                                          measured                     target
+    -----------------------------------------------------------------------------------------
+    machine                                         2 CPUs, load average 0.78 1.94 2.36 at start, 1.12 1.27 1.65 at end (81.1 min in all)
+    site                                            100000 pages + 501 indexes, 500 MiB, generated in 33.4 s
+    index                                           off
+    COLD CRAWL
+      wall / CPU                                    2572.7 s / 3596.1 s
+      result; new / changed / unchanged / failed    success; 100501 / 0 / 0 / 0
+      requests (pages: 200 / 304; other)            100529 (100501 / 0; 28)
+      pages/s overall (page requests / their span)  40.1 (2505 s)
+      pages/s first tenth / last tenth              37.7 / 37.1
+      last / first                                  0.99                         >= 0.8
+      pages/s by tenth                              38 41 45 42 44 43 38 37 38 37
+      peak RSS: tree / main process / tree PSS      606 MiB / 524 MiB / 567 MiB  <= 1024 MiB
+      final RSS: tree / main process                415 MiB / 403 MiB
+      tree RSS at 30% / 95% of items                588 MiB / 600 MiB (+12 MiB)
+      main RSS at 30% / 95% of items                505 MiB / 518 MiB
+    STATE DB (after the cold crawl)
+      file / size                                   state.db: 406.6 MiB, 100501 page rows, links JSON 241.9 MiB
+      load all pages (rows)                         1667.3 ms best of 3, 1987.8 ms first (100501)
+      count by status (rows)                        25.0 ms best of 3, 109.9 ms first (1)
+      due count (rows)                              0.0 ms best of 3, 0.2 ms first (1)
+      next due (rows)                               0.0 ms best of 3, 0.1 ms first (1)
+    UNCHANGED RECRAWL
+      wall / CPU                                    1614.8 s / 1365.8 s
+      result; new / changed / unchanged / failed    success; 0 / 0 / 100501 / 0
+      requests (pages: 200 / 304; other)            100530 (0 / 100502; 28)
+      pages/s first / last tenth (ratio)            56.7 / 82.6 (1.46)
+      peak RSS tree / main                          523 MiB / 523 MiB
+    DUE RUN, HALF A DAY LATER
+      wall / CPU                                    369.6 s / 422.2 s
+      result; new / changed / unchanged / failed    success; 100 / 5100 / 0 / 0
+      requests (pages: 200 / 304; other)            5228 (5200 / 0; 28)
+      requests / full recrawl's                     5228 / 100530 (5.2%)         <= 20%
+      edited pages reported changed                 5000 / 5000                  all
+      added pages reported new                      100 / 100                    all
+      removed                                       0                            0
+      why fetched (report counters)                 due/lastmod 5100, due/new 100
+    DUE RUN, AN HOUR AFTER THAT
+      wall / CPU                                    248.0 s / 243.0 s
+      result; new / changed / unchanged / failed    success; 0 / 0 / 0 / 0
+      requests (pages: 200 / 304; other)            28 (0 / 0; 28)
+      requests / full recrawl's                     28 / 100530 (0.0%)           <= 5%
+      removed                                       0                            0
+
+    query plans:
+      load all pages: SEARCH pages USING INDEX ix_pages_source_next_check (source_id=?)
+      count by status: SEARCH pages USING COVERING INDEX ix_pages_source_status (source_id=?)
+      due count: SEARCH pages USING COVERING INDEX ix_pages_source_next_check (source_id=? AND next_check_at<?)
+      next due: SEARCH pages USING COVERING INDEX ix_pages_source_next_check (source_id=?)
+
 2026-11-26, 03:24-03:32 UTC, ``--pages 10000 --days 0`` (index off), at commit 6ef2670: after the state store
 changes (load_pages streamed, prebuilt per-row statements) and with discovery judged before the stored links of
 pages not due; nothing else ran on the machine (the load average was still falling from a test run)::
