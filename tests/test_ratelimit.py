@@ -217,7 +217,7 @@ def test_a_429_with_retry_after_holds_the_whole_slot(calls: list[FakeCall]) -> N
     assert 1.9 < mw._hosts[HOST].not_before - ratelimit_module.monotonic() <= 2.0
     # a longer pause extends it; a shorter one changes nothing
     mw.pause(HOST, 5)
-    # the pause counted runs from the first 429 to 5 s after this call: 5 s and the time the test took between
+    # the pause counted runs from the first 429 to 5 s after this call: 5 s plus the time the test took since
     elapsed = ratelimit_module.monotonic() - started
     assert hold.cancelled and slot.latercall is calls[-1] and calls[-1].delay > 4.9
     mw.pause(HOST, 1)

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     from docscraper.storage.state import StateStore
     from docscraper.storage.vectors import VectorIndex
 
-__all__ = ["export_for_questions", "export_in_child", "load_crawl_embedder", "load_embedder", "load_query_embedder", "open_state_store",
-           "open_vector_index"]
+__all__ = ["export_for_questions", "export_in_child", "load_crawl_embedder", "load_embedder", "load_query_embedder",
+           "open_state_store", "open_vector_index"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def load_crawl_embedder(config: DocscraperConfig) -> Embedder:
     the configured embedder."""
     if config.crawl_onnx and _runs_on_cpu(config):
         fast = _open_export(config, batch_size=config.embedding_batch_size)
-        if fast is None and _exportable(config) and export_in_child(config):
+        if fast is None and _exportable(config) and _model_folder(config) is not None and export_in_child(config):
             fast = _open_export(config, batch_size=config.embedding_batch_size)
         if fast is not None:
             logger.info("Loaded embedding model %s from its ONNX export in %s (cpu, dim %d, max %d tokens, %d "
@@ -79,9 +79,9 @@ EXPORT_TIMEOUT = 600.0
 
 
 def _exportable(config: DocscraperConfig) -> bool:
-    """Whether the configured model can be exported: the sentence-transformers embedder on a model folder."""
-    return (config.query_onnx and config.embedder_class == _SENTENCE_TRANSFORMERS
-            and _model_folder(config) is not None)
+    """Whether the configuration allows an export: on (``DOCSCRAPER_QUERY_ONNX``), of the sentence-transformers
+    embedder (whether its model is a folder the export can read is :func:`export_query_model`'s to say)."""
+    return config.query_onnx and config.embedder_class == _SENTENCE_TRANSFORMERS
 
 
 def export_in_child(config: DocscraperConfig) -> bool:
@@ -147,8 +147,7 @@ def export_for_questions(config: DocscraperConfig, embedder: Embedder) -> None:
     from docscraper.storage.embedding import SentenceTransformerEmbedder
     from docscraper.storage.onnx_embedding import export_query_model
 
-    if (config.query_onnx and isinstance(embedder, SentenceTransformerEmbedder)
-            and config.embedder_class == _SENTENCE_TRANSFORMERS):
+    if _exportable(config) and isinstance(embedder, SentenceTransformerEmbedder):
         export_query_model(embedder, config.data_dir)
 
 

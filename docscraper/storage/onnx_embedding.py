@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 
     from docscraper.storage.embedding import SentenceTransformerEmbedder
 
-__all__ = ["EXPORT_VERSION", "OnnxQueryEmbedder", "export_query_model", "main", "model_fingerprint", "open_query_model",
-           "query_model_dir"]
+__all__ = ["EXPORT_VERSION", "OnnxQueryEmbedder", "export_query_model", "main", "model_fingerprint",
+           "open_query_model", "query_model_dir"]
 
 logger = logging.getLogger(__name__)
 
