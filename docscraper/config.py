@@ -57,6 +57,10 @@ class ConfigError(ValueError):
     """A setting or spider argument is wrong; the message is one line meant for the user."""
 
 
+#: The kinds of document a crawl can index (``docscraper.content.documents.KINDS`` converts each)
+DOCUMENT_TYPES = ("pdf", "docx", "ipynb", "epub", "rst")
+
+
 def _positive_int(name: str, value: Any, *, allow_zero: bool = False) -> int:
     try:
         number = int(str(value).strip())
@@ -488,6 +492,10 @@ class DocscraperConfig:
     revisit_shrink: float = 0.8
     revisit_jitter: float = 0.1
     revisit_clock_offset: float = 0.0
+    document_types: tuple[str, ...] = DOCUMENT_TYPES
+    document_time_limit: float = 120.0
+    document_max_pages: int = 5000
+    document_max_unpacked: int = 200 * 1024 * 1024
 
     @property
     def runs_dir(self) -> Path:
@@ -631,6 +639,7 @@ class DocscraperConfig:
                 "DOCSCRAPER_HEARTBEAT_TIMEOUT", settings.get("DOCSCRAPER_HEARTBEAT_TIMEOUT", 60.0)
             ),
             **_revisit_settings(settings),
+            **_document_settings(settings),
         )
 
     def user_agent(self, settings: BaseSettings) -> str:
@@ -674,6 +683,25 @@ def _revisit_settings(settings: BaseSettings) -> dict[str, Any]:
                                           settings.get("DOCSCRAPER_REVISIT_JITTER", 0.1), 0.0, 0.5),
         "revisit_clock_offset": _seconds("DOCSCRAPER_REVISIT_CLOCK_OFFSET",
                                          settings.get("DOCSCRAPER_REVISIT_CLOCK_OFFSET") or 0),
+    }
+
+
+def _document_settings(settings: BaseSettings) -> dict[str, Any]:
+    """Which documents are indexed and the bounds of their conversion (:mod:`docscraper.content.documents`)."""
+    raw = settings.get("DOCSCRAPER_DOCUMENT_TYPES")
+    types = _entries(",".join(DOCUMENT_TYPES) if raw is None else raw)
+    unknown = [t for t in types if t.lower() not in DOCUMENT_TYPES and t.lower() != "none"]
+    if unknown:
+        raise ConfigError(f"DOCSCRAPER_DOCUMENT_TYPES: unknown type(s) {', '.join(unknown)}; choose from "
+                          f"{', '.join(DOCUMENT_TYPES)} (or none)")
+    return {
+        "document_types": tuple(t.lower() for t in types if t.lower() != "none"),
+        "document_time_limit": _seconds("DOCSCRAPER_DOCUMENT_TIME_LIMIT",
+                                        settings.get("DOCSCRAPER_DOCUMENT_TIME_LIMIT") or 120),
+        "document_max_pages": _positive_int("DOCSCRAPER_DOCUMENT_MAX_PAGES",
+                                            settings.get("DOCSCRAPER_DOCUMENT_MAX_PAGES") or 5000),
+        "document_max_unpacked": _positive_int("DOCSCRAPER_DOCUMENT_MAX_UNPACKED",
+                                               settings.get("DOCSCRAPER_DOCUMENT_MAX_UNPACKED") or 200 * 1024 * 1024),
     }
 
 

@@ -74,3 +74,5 @@ class PageItem:
     # the chunk ids the index pipeline wrote and deleted for the page (the run's change feed)
     chunks_added: list[str] = field(default_factory=list)
     chunks_deleted: list[str] = field(default_factory=list)
+    # a paged document's (a PDF's) chunks written this run: chunk id -> the page it starts on
+    chunk_pages: dict[str, int] = field(default_factory=dict)

@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from docscraper.content.chunking import Chunker, ChunkingConfig
+from docscraper.content.documents import is_paged
 from docscraper.items import PageItem
 from pipelines._base import RunPipeline
 
@@ -48,6 +49,9 @@ class ChunkingPipeline(RunPipeline):
                 ),
             )
         # Tokenizing is CPU work in Rust that releases the GIL: it runs beside the reactor.
-        item.chunks = await self.resources.call("chunk", self._chunker.chunk, item.markdown, title=item.title)
+        # a paged document's (a PDF's) chunks know their pages from its page markers
+        paged = is_paged(item.metadata.content_type)
+        item.chunks = await self.resources.call("chunk", self._chunker.chunk, item.markdown, title=item.title,
+                                                paged=paged)
         self.outcomes.stat("chunks", len(item.chunks))
         return item

@@ -88,6 +88,8 @@ class IndexPipeline(RunPipeline):
                     "token_count": chunk.token_count,
                     "part": chunk.part or "",
                     "path": meta.path,
+                    # a paged document's (a PDF's) pages: results link to url#page=N
+                    **({"page": chunk.page, "page_end": chunk.page_end or chunk.page} if chunk.page else {}),
                 },
             )
             for chunk, vector in zip(item.chunks, item.embeddings, strict=True)
@@ -103,6 +105,8 @@ class IndexPipeline(RunPipeline):
         if stale:
             await self._delete.submit(stale)
         item.chunks_added = [record.id for record in records if record.id not in item.previous_chunks]
+        item.chunk_pages = {record.id: chunk.page for record, chunk in zip(records, item.chunks, strict=True)
+                            if chunk.page and record.id not in item.previous_chunks}
         item.chunks_deleted = stale
         self.outcomes.count("chunks_added", len(item.chunks_added))
         self.outcomes.count("chunks_deleted", len(stale))

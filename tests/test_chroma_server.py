@@ -20,7 +20,7 @@ from tests.services import ChromaServer, free_port
 
 pytestmark = [pytest.mark.services, pytest.mark.crawl]
 
-ALLOWED_PAGES = 34
+ALLOWED_PAGES = 35
 
 
 def chunk_rows(url: str) -> dict[str, dict]:

@@ -209,9 +209,11 @@ def test_non_text_types_are_skipped_with_their_type_and_xhtml_is_extracted(tmp_p
     out = tmp_path / "pages.jsonl"
     result = crawl(f"{server.base_url}/docs/", extra=["-O", str(out)])
     report = checked(result)
-    assert result.keys("skipped", "nonText") == {"report", "data"}
-    assert report["items"]["report"]["detail"] == "content type application/pdf"
+    assert result.keys("skipped", "nonText") == {"data"}
     assert report["items"]["data"]["detail"] == "content type application/json"
+    # a PDF is a document (tests/test_documents.py): this one is no PDF at all, a refusal with its reason
+    assert result.keys("skipped", "unreadableDocument") == {"report"}
+    assert report["items"]["report"]["detail"].startswith("PDFium cannot read it")
     assert report["items"]["page.xhtml"]["statusReason"] == "new"
     exported = {json.loads(line)["url"].rsplit("/", 1)[-1]: json.loads(line) for line in out.read_text().splitlines()}
     assert "extracted like HTML" in exported["page.xhtml"]["markdown"]

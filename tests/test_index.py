@@ -24,7 +24,7 @@ from tests.mockserver import DocsServer
 
 pytestmark = pytest.mark.crawl
 
-ALLOWED_PAGES = 34
+ALLOWED_PAGES = 35
 
 
 @pytest.fixture(scope="module")

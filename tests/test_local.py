@@ -57,7 +57,9 @@ def test_content_types_by_extension() -> None:
         assert content_type_for(name) == "text/markdown"
     assert content_type_for("llms.txt") == "text/plain"
     assert content_type_for("sitemap.xml") == "application/xml"
-    assert content_type_for("README") == content_type_for("x.pdf") == "application/octet-stream"
+    assert content_type_for("README") == content_type_for("x.png") == "application/octet-stream"
+    # documents (docscraper.content.documents) are typed so the spider converts them
+    assert content_type_for("x.pdf") == "application/pdf" and content_type_for("x.IPYNB") == "application/x-ipynb+json"
 
 
 def test_reads_a_file_with_type_and_validators(folder: Path) -> None:

@@ -26,8 +26,8 @@ from tests.mockserver import DocsServer
 
 T = TypeVar("T")
 
-ALLOWED_PAGES = 34  # tests/site/README.md
-ALL_PAGES = 35  # ... and the page robots.txt disallows
+ALLOWED_PAGES = 35  # tests/site/README.md
+ALL_PAGES = 36  # ... and the page robots.txt disallows
 
 ROBOTS = b"""\
 User-agent: docscraper

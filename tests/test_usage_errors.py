@@ -177,8 +177,8 @@ def test_the_probe_of_a_local_folder_looks_at_the_folder(tmp_path: Path) -> None
     (folder / "sitemap.xml").write_text("<urlset/>")
     probe = probe_site(folder.as_uri() + "/")
     assert probe.status == 200 and probe.problems == []
-    assert probe.notes == [f"folder {folder}: 3 HTML, Markdown or text files; a crawl reads those that index.html "
-                           "and llms.txt and sitemap.xml lead to"]
+    assert probe.notes == [f"folder {folder}: 3 files to index (HTML, Markdown, text, documents); a crawl reads "
+                           "those that index.html and llms.txt and sitemap.xml lead to"]
     assert probe.llms_txt == folder.as_uri() + "/llms.txt" and probe.sitemaps == [folder.as_uri() + "/sitemap.xml"]
     assert probe.as_dict()["notes"] == probe.notes
 
@@ -186,7 +186,7 @@ def test_the_probe_of_a_local_folder_looks_at_the_folder(tmp_path: Path) -> None
     bare.mkdir()
     (bare / "page.md").write_text("# P")
     probe = probe_site(bare.as_uri())
-    assert probe.status == 200 and probe.notes == [f"folder {bare}: 1 HTML, Markdown or text file"]
+    assert probe.status == 200 and probe.notes == [f"folder {bare}: 1 file to index (HTML, Markdown, text, documents)"]
     assert probe.problems == [f"no index.html, index.htm, index.md, llms.txt or sitemap.xml in {bare}: a crawl "
                               "starts there and finds no file to read"]
 
@@ -196,7 +196,7 @@ def test_the_probe_of_a_local_folder_looks_at_the_folder(tmp_path: Path) -> None
     (lambda p: p.write_text("x"), "cannot read {u}: {p} is not a folder"),
     (lambda p: p.mkdir(), "the folder {p} is empty: a crawl would index nothing"),
     (lambda p: (p.mkdir(), (p / "a.png").write_bytes(b"x")),
-     "the folder {p} holds no HTML, Markdown or text file: a crawl would index nothing"),
+     "the folder {p} holds no file to index (HTML, Markdown, text or a document): a crawl would index nothing"),
 ])
 def test_a_local_folder_that_cannot_be_crawled_is_bad_input(tmp_path: Path, make: Callable[[Path], object],
                                                             problem: str) -> None:
@@ -216,5 +216,5 @@ def test_sources_add_of_a_folder_probes_the_folder(command: Crawl, tmp_path: Pat
     (folder / "index.md").write_text("# Docs")
     added = command("sources", "add", "local", folder.as_uri() + "/")
     assert f"Probed {folder.as_uri()}/: folder" in added.stdout
-    assert f"found          folder {folder}: 1 HTML, Markdown or text file" in added.stdout
+    assert f"found          folder {folder}: 1 file to index (HTML, Markdown, text, documents)" in added.stdout
     assert "Added source local" in added.stdout

@@ -49,6 +49,23 @@ async def started(pool: WorkerProcesses) -> None:
     raise AssertionError("the worker processes never answered")
 
 
+def test_a_call_sent_away_waits_for_the_workers_instead_of_running_here() -> None:
+    """A whole document is never converted on the calling (the reactor's) thread while the workers start."""
+    async def scenario() -> tuple[int, int, int]:
+        pool = WorkerProcesses(1)
+        try:
+            away = await pool.run(pid, away=True)  # the first call: the pool starts, and this one waits for it
+            return away, pool.here, pool.in_workers
+        finally:
+            pool.close()
+
+    away, here, in_workers = run(scenario())
+    assert away != os.getpid() and (here, in_workers) == (0, 1)
+    # no workers at all: it runs here, as every call does
+    none = WorkerProcesses(0)
+    assert run(none.run(pid, away=True)) == os.getpid()
+
+
 def test_calls_run_in_another_process_once_the_workers_are_up() -> None:
     async def scenario() -> list[int]:
         pool = WorkerProcesses(1)

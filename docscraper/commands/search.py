@@ -81,6 +81,9 @@ class Command(ToolCommand):
             return
         for r in results:
             where = f"{r.title} > {r.heading}" if r.heading else r.title
+            if r.page_number is not None:
+                where += f" (page {r.page_number}" + (f"-{r.page_end}" if r.page_end and r.page_end != r.page_number
+                                                      else "") + ")"
             print(f"{r.rank}. [{r.score:.3f}] {where}\n   {r.url}")
             if r.aliases:
                 print(f"   also at: {', '.join(r.aliases)}")

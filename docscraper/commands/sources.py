@@ -159,7 +159,8 @@ class Command(ToolCommand):
         print(f"url         {info.url}")
         print("registered  " + ("yes" if info.registered else "no (created by a crawl of its URL)"))
         print(f"scope       {info.scope.get('prefix')} ({scope_text(info.scope)})")
-        print(f"pages       {info.pages}")
+        print(f"pages       {info.pages}" + (" (" + ", ".join(f"{n} {kind}" for kind, n in info.types.items()) + ")"
+                                               if info.types else ""))
         print(f"chunks      {info.chunks}")
         if info.schedule and info.schedule.get("scheduled"):
             from docscraper.ops.status import schedule_text  # (see commands/status.py)

@@ -83,6 +83,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
+from docscraper.content.documents.base import PAGE_MARKER_RE
 from docscraper.content.markdown import closes_fence, fence_open
 
 __all__ = ["Chunk", "Chunker", "ChunkingConfig", "TokenCounter", "hf_token_counter"]
@@ -96,7 +97,9 @@ class Chunk:
 
     ``text`` is the chunk's Markdown body; ``embed_text`` is what gets embedded (context prefix + text)
     and ``token_count`` its length in tokens including the model's special tokens. ``part`` is ``"i/n"``
-    when the chunk holds part *i* of a block that had to be split into *n* parts.
+    when the chunk holds part *i* of a block that had to be split into *n* parts. ``page`` and ``page_end``
+    are the pages (1-based) of a paged document its text comes from, read from the page markers
+    (``<!-- page N -->``) of ``chunk(..., paged=True)``.
     """
 
     index: int
@@ -106,6 +109,9 @@ class Chunk:
     chunk_hash: str
     token_count: int
     part: str | None = None
+    #: the first and last page of a paged document (a PDF) its text comes from; None for web pages
+    page: int | None = None
+    page_end: int | None = None
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,7 @@ class _Block:
     group: int = -1  # list items of one list share a group: joined by one newline, not a blank line
     level: int = 0  # headings only
     title: str = ""  # headings only: the text that goes into the heading path
+    page: int = 0  # the page of a paged document it is on (0: not paged)
 
 
 def _indent(text: str) -> int:
@@ -233,8 +240,9 @@ def _same_title(heading: str, title: str) -> bool:
     return bool(title) and _heading_title(heading).casefold() == _SPACE_RE.sub(" ", title).strip().casefold()
 
 
-def _split_blocks(markdown: str) -> list[_Block]:
-    """Cut Markdown into blocks in document order (headings included as blocks)."""
+def _split_blocks(markdown: str, paged: bool = False) -> list[_Block]:
+    """Cut Markdown into blocks in document order (headings included as blocks). With *paged*, a page marker
+    line (``<!-- page N -->``) is no block: it sets the ``page`` of the blocks after it."""
     lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     blocks: list[_Block] = []
     text: list[str] = []  # the pending paragraph or list
@@ -264,11 +272,23 @@ def _split_blocks(markdown: str) -> list[_Block]:
             blocks.append(_Block(new_id(), _ITEM, item, group=group))
         text.clear()
 
+    page = 0
+    paged_up_to = 0  # blocks before this index have their page
+
     i = 0
     while i < len(lines):
         line = lines[i]
         if not line.strip():
             flush_text()
+            i += 1
+            continue
+        marker = PAGE_MARKER_RE.match(line.strip()) if paged else None
+        if marker is not None:
+            flush_text()
+            for block in blocks[paged_up_to:]:
+                block.page = page
+            paged_up_to = len(blocks)
+            page = int(marker.group(1))
             i += 1
             continue
         fence = fence_open(line)
@@ -320,6 +340,8 @@ def _split_blocks(markdown: str) -> list[_Block]:
         text.append(_drop_link_targets(line))
         i += 1
     flush_text()
+    for block in blocks[paged_up_to:]:
+        block.page = page
     return blocks
 
 
@@ -554,20 +576,23 @@ class Chunker:
     def config(self) -> ChunkingConfig:
         return self._config
 
-    def chunk(self, markdown: str, *, title: str) -> list[Chunk]:
+    def chunk(self, markdown: str, *, title: str, paged: bool = False) -> list[Chunk]:
         """Return the chunks of one page, in document order; ``[]`` when there is nothing to embed.
 
-        Whitespace in ``title`` is collapsed before it goes into ``embed_text``.
+        Whitespace in ``title`` is collapsed before it goes into ``embed_text``. *paged*: the Markdown of a paged
+        document, whose page markers give each chunk its ``page`` and ``page_end``.
         """
         title = _SPACE_RE.sub(" ", title or "").strip()
         if not markdown or not markdown.strip():
             return []
-        sections = _sections(_split_blocks(markdown), title)
+        blocks = _split_blocks(markdown, paged)
+        sections = _sections(blocks, title)
         if not sections:
             return []
         if self._special is None:
             self._special = self._counter([""])[0]
-        return _Run(self._counter, self._config, self._special).chunk(sections, title)
+        pages = {block.id: block.page for block in blocks} if paged else None
+        return _Run(self._counter, self._config, self._special).chunk(sections, title, pages)
 
 
 class _Run:
@@ -600,7 +625,7 @@ class _Run:
         """Tokens of ``text`` without the special tokens; additive across whitespace-joined texts."""
         return max(0, self._full(text) - self._special)
 
-    def chunk(self, sections: list[_Section], title: str) -> list[Chunk]:
+    def chunk(self, sections: list[_Section], title: str, pages: dict[int, int] | None = None) -> list[Chunk]:
         # One batched call for every unit of every block and every context prefix that can occur.
         wanted: list[str] = []
         for section in sections:
@@ -634,7 +659,7 @@ class _Run:
             for chunk_pieces in self._pack(group[0], pieces, budget_target, budget_max, budget_min):
                 drafts.append(_Draft(heading, prefix, chunk_pieces))
         counts = self._verify(drafts)
-        return self._finish(drafts, counts)
+        return self._finish(drafts, counts, pages)
 
     # -- prefixes ------------------------------------------------------------------------------------
 
@@ -974,7 +999,7 @@ class _Run:
 
     # -- output --------------------------------------------------------------------------------------
 
-    def _finish(self, drafts: list[_Draft], counts: list[int]) -> list[Chunk]:
+    def _finish(self, drafts: list[_Draft], counts: list[int], pages: dict[int, int] | None = None) -> list[Chunk]:
         owner: list[int | None] = []  # the split block each chunk holds a part of
         chunks_of: dict[int, list[int]] = {}
         for k, draft in enumerate(drafts):
@@ -989,6 +1014,12 @@ class _Run:
             if block is not None and len(chunks_of[block]) > 1:
                 part = f"{chunks_of[block].index(k) + 1}/{len(chunks_of[block])}"
             embed_text = draft.embed_text
+            first = last = None
+            if pages is not None:
+                # the pages of its own text: the overlap repeated from the chunk before does not count
+                numbers = [pages[p.block] for p in draft.pieces if p.kind != _OVERLAP and pages.get(p.block)] or \
+                          [pages[p.block] for p in draft.pieces if pages.get(p.block)]
+                first, last = (min(numbers), max(numbers)) if numbers else (None, None)
             chunks.append(
                 Chunk(
                     index=k,
@@ -998,6 +1029,8 @@ class _Run:
                     chunk_hash=hashlib.sha256(embed_text.encode("utf-8")).hexdigest(),
                     token_count=count,
                     part=part,
+                    page=first,
+                    page_end=last,
                 )
             )
         return chunks

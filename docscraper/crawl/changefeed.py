@@ -100,6 +100,8 @@ class ChangeFeed:
             target = self.resources.target
             previous = target.known.get(meta.page_id) if target is not None else None
             line["previousContentHash"] = previous.content_hash if previous is not None else None
+        if item.chunk_pages:
+            line["chunkPages"] = dict(item.chunk_pages)  # a PDF's chunks link to url#page=N
         self._write({**line, "chunksAdded": list(item.chunks_added), "chunksDeleted": list(item.chunks_deleted)})
 
     def pages_removed(self, resources: CrawlResources, pages: list[dict[str, Any]]) -> None:

@@ -15,7 +15,8 @@ on a folder; :class:`LocalFileDownloadHandler` takes its place (``DOWNLOAD_HANDL
   first), except an explicit ``-a llms_txt=file://...``.
 * types files by extension, as there is no Content-Type: ``.html``/``.htm`` are ``text/html``,
   ``.xhtml`` ``application/xhtml+xml``, ``.md``/``.markdown``/``.mdx`` ``text/markdown``, ``.txt``
-  ``text/plain`` (read as Markdown), ``.xml`` ``application/xml``, ``.gz`` ``application/gzip``;
+  ``text/plain`` (read as Markdown), ``.xml`` ``application/xml``, ``.gz`` ``application/gzip``, and the
+  documents' types (``.pdf``, ``.docx``, ``.ipynb``, ``.epub``, ``.rst``: :mod:`docscraper.content.documents`);
   anything else is ``application/octet-stream``, which the spider skips as ``nonText``.
 * serves a folder's ``index.html`` (or ``index.htm``, ``index.md``) for the folder's URL, answered under
   the URL with a final ``/`` so relative links resolve inside the folder; a folder with none of them is
@@ -86,6 +87,13 @@ _TYPES = {
     ".txt": "text/plain",
     ".xml": "application/xml",
     ".gz": "application/gzip",
+    # documents (docscraper.content.documents): the spider converts those DOCSCRAPER_DOCUMENT_TYPES names
+    ".pdf": "application/pdf",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".ipynb": "application/x-ipynb+json",
+    ".epub": "application/epub+zip",
+    ".rst": "text/x-rst",
+    ".rest": "text/x-rst",
 }
 _INDEX_FILES = ("index.html", "index.htm", "index.md")
 

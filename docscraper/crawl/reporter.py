@@ -27,6 +27,7 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from docscraper.content.documents import count_types
 from docscraper.crawl.ledger import summarize
 from docscraper.crawl.progress import ProgressRecorder
 from docscraper.crawl.report import write_report
@@ -296,6 +297,8 @@ class RunReporter:
             "reconciled": resources.reconciled,
             "discovery": ledger.discovery,
             "stats": summarize(items),
+            # the source's active pages by document type at the end of the run (html, pdf, docx...)
+            "pageTypes": await self._page_types(target),
             "counters": dict(sorted(ledger.counters.items())),
             "scrapy": {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in sorted(scrapy_stats.items())},
             "items": dict(sorted(items.items())),
@@ -313,6 +316,12 @@ class RunReporter:
         )
         logger.info("Run %s %s: %s; report %s", ledger.report_id, result, _brief(report["stats"]), path)
         await self.crawler.signals.send_catch_log_async(run_finished, resources=resources, report=report, path=path)
+
+    async def _page_types(self, target: CrawlTarget) -> dict[str, int]:
+        """The report's ``pageTypes``: the source's active pages by document type (``html``, ``pdf``...)."""
+        store = self.resources.store
+        assert store is not None
+        return count_types(await self.resources.db(store.content_type_counts, target.source.id))
 
     async def _schedule(self, target: CrawlTarget) -> dict[str, Any]:
         """The report's ``schedule``: pages not due this run, what is due now and next, whether lastmod is

@@ -43,6 +43,7 @@ from scrapy.http import Request, Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from docscraper.content.discovery import html_counterparts, is_markdown_url, markdown_twin_of
+from docscraper.content.documents import KINDS
 from docscraper.crawl.rendering import render_meta, renders_url
 from docscraper.crawl.resources import CrawlResources
 from docscraper.crawl.schedule import parse_lastmod
@@ -75,6 +76,9 @@ class ScopeMiddleware:
         self.ledger = resources.ledger
         self.outcomes = resources.outcomes
         self.config = resources.config
+        # the documents indexed (DOCSCRAPER_DOCUMENT_TYPES) are fetched, whatever Scrapy's list of binary extensions
+        self.binary_extensions = _BINARY_EXTENSIONS - {
+            extension for name in self.config.document_types for extension in KINDS[name].extensions}
         # llms-full.txt sections admitted as pages (their links are followed), and every page id they
         # claimed (discovery's other listings of those pages are dropped without a record)
         self._sections: set[str] = set()
@@ -232,7 +236,7 @@ class ScopeMiddleware:
             outcomes.refuse(url, depth_refusal, finder=finder, depth=depth)
             return None
         extension = posixpath.splitext(urlsplit(url).path)[1].lower()
-        if extension in _BINARY_EXTENSIONS:
+        if extension in self.binary_extensions:
             outcomes.refuse(url, Refusal("nonText", f"extension {extension}"), finder=finder)
             return None
         # llms.txt may list a page's Markdown twin (page.html.md): fetched for its clean Markdown, the page is

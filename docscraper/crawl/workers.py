@@ -22,6 +22,7 @@ so downloads, scope decisions and pipeline writes go on while pages are converte
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -146,15 +147,20 @@ class WorkerProcesses:
             future.add_done_callback(self._warmed)
         logger.debug("Started %d %s worker process(es)", self.workers, self.name)
 
-    async def run(self, func: Callable[..., T], *args: Any) -> T:
+    async def run(self, func: Callable[..., T], *args: Any, away: bool = False) -> T:
         """``func(*args)`` in a worker process (*func* and the arguments must pickle), or in this thread
-        while the workers start, when there are none, or after :meth:`close`."""
+        while the workers start, when there are none, or after :meth:`close`. With *away*, a call that would
+        hold the calling thread long (a whole document) waits for the workers to start instead; it runs here
+        only when there are none or they could not start."""
         if self.workers == 0 or self._closed:
             self.here += 1
             return func(*args)
         if self._executor is None:
             self._start()
-        if not self.ready:
+        if not self.ready and away and not self.start_error:
+            with contextlib.suppress(Exception):  # a worker that cannot start: said by _warmed, run here
+                await asyncio.gather(*(asyncio.wrap_future(f) for f in self._warming))
+        if not self.ready or self._closed:
             self.here += 1
             return func(*args)
         self.in_workers += 1

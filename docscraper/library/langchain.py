@@ -69,7 +69,8 @@ class DocscraperRetriever(BaseRetriever):
         results = self._searcher.search(query, k=self.k, source=self.source)
         return [LangChainDocument(page_content=r.text, id=r.chunk_id,
                                   metadata={"url": r.url, "title": r.title, "heading": r.heading, "source": r.source,
-                                            "page_id": r.page_id, "chunk_id": r.chunk_id, "score": r.score})
+                                            "page_id": r.page_id, "chunk_id": r.chunk_id, "score": r.score,
+                                            **({"page": r.page_number} if r.page_number is not None else {})})
                 for r in results]
 
     def close(self) -> None:

@@ -82,7 +82,9 @@ class DocscraperRetriever(BaseRetriever):
         results = self._searcher.search(query_bundle.query_str, k=self.k, source=self.source)
         return [NodeWithScore(node=TextNode(text=r.text, id_=r.chunk_id,
                                             metadata={"url": r.url, "title": r.title, "heading": r.heading,
-                                                      "source": r.source, "page_id": r.page_id}),
+                                                      "source": r.source, "page_id": r.page_id,
+                                                      **({"page": r.page_number} if r.page_number is not None
+                                                         else {})}),
                               score=r.score)
                 for r in results]
 

@@ -264,7 +264,11 @@ class DocsTools:
             if not results and source:
                 get_source_info(self.config, source)  # an unknown source is the better answer
         keys = ("rank", "score", "url", "title", "heading", "text", "source", "aliases")
-        return self.answer({"results": [{key: getattr(result, key) for key in keys} for result in results]})
+        return self.answer({"results": [
+            {**{key: getattr(result, key) for key in keys},
+             # a PDF's chunk: the page it is on (its url ends with #page=N)
+             **({"page": result.page_number} if result.page_number is not None else {})}
+            for result in results]})
 
     def _current_searcher(self) -> Searcher:
         """The one :class:`Searcher`; its Chroma index reopened when another process wrote to it."""

@@ -55,6 +55,7 @@ from docscraper.content.discovery import (
     parse_sitemap,
     sitemaps_from_robots,
 )
+from docscraper.content.documents import KINDS, count_types
 from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.crawl.scope import Scope
 from docscraper.secrets import check_no_credentials, redact_url
@@ -81,6 +82,7 @@ __all__ = [
     "add_source",
     "get_source_info",
     "list_sources",
+    "page_types",
     "probe_site",
     "remove_source",
     "request_reindex",
@@ -158,6 +160,8 @@ class SourceInfo:
     last_run: dict[str, Any] | None
     # revisit schedules (docscraper.crawl.schedule.schedule_view): scheduled, due_now, next_due_at, lastmod_trusted
     schedule: dict[str, Any] | None = None
+    # active pages by document type (html, markdown, text, pdf, docx, ipynb, epub, rst, other)
+    types: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -304,11 +308,17 @@ def _run_dict(run: RunRecord | None) -> dict[str, Any] | None:
 def _info(summary: SourceSummary, store: StateStore | None = None, config: DocscraperConfig | None = None
           ) -> SourceInfo:
     s = summary.source
-    schedule = None
+    schedule = types = None
     if store is not None and config is not None:
         schedule = schedule_view(store, s, RevisitPolicy(config))
+        types = page_types(store, s.id)
     return SourceInfo(s.name, s.url, dict(s.scope), s.registered, summary.pages, summary.chunks,
-                      _run_dict(summary.last_run), schedule)
+                      _run_dict(summary.last_run), schedule, types)
+
+
+def page_types(store: StateStore, source_id: int) -> dict[str, int]:
+    """A source's active pages by document type (:func:`docscraper.content.documents.document_type`), most first."""
+    return count_types(store.content_type_counts(source_id))
 
 
 # -- probing -----------------------------------------------------------------------------------------
@@ -588,7 +598,8 @@ def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
 
 # A local folder's files a crawl can index (docscraper.crawl.localfiles types them by extension), less the
 # discovery files; the index files it serves for the folder's own URL; how many entries a probe looks at.
-_LOCAL_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/plain"})
+_LOCAL_PAGE_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/markdown", "text/plain",
+                               *(kind.content_type for kind in KINDS.values())})
 _LOCAL_DISCOVERY = frozenset({"llms.txt", "llms-full.txt", "robots.txt"})
 _LOCAL_INDEX_FILES = ("index.html", "index.htm", "index.md")
 _MAX_FOLDER_ENTRIES = 200_000
@@ -623,7 +634,7 @@ def _probe_folder(url: str, llms_txt: str | None, prober: _Prober) -> ProbeResul
             break
     counted = f"{'at least ' if entries >= _MAX_FOLDER_ENTRIES else ''}{pages}"
     if pages == 0:
-        what = "is empty" if entries == 0 else "holds no HTML, Markdown or text file"
+        what = "is empty" if entries == 0 else "holds no file to index (HTML, Markdown, text or a document)"
         return ProbeResult(url, None, None, None, [], 0, {}, [f"the folder {root} {what}: a crawl would index nothing"])
 
     def found(name: str) -> str | None:
@@ -642,7 +653,7 @@ def _probe_folder(url: str, llms_txt: str | None, prober: _Prober) -> ProbeResul
         problems.append(f"no {', '.join(_LOCAL_INDEX_FILES)}, llms.txt or sitemap.xml in {root}: a crawl starts "
                         "there and finds no file to read")
     starts = " and ".join(filter(None, (index, "llms.txt" if llms else None, "sitemap.xml" if sitemap else None)))
-    notes = [f"folder {root}: {counted} HTML, Markdown or text file{'' if pages == 1 else 's'}"
+    notes = [f"folder {root}: {counted} file{'' if pages == 1 else 's'} to index (HTML, Markdown, text, documents)"
              + (f"; a crawl reads those that {starts} lead to" if starts else "")]
     return ProbeResult(url=url, status=200, llms_txt=llms, llms_full_txt=found("llms-full.txt"),
                        sitemaps=[sitemap] if sitemap else [], sitemap_urls=0, robots={}, problems=problems,

@@ -23,6 +23,7 @@ from typing import Any
 from docscraper.config import DocscraperConfig
 from docscraper.crawl.progress import format_duration
 from docscraper.crawl.schedule import RevisitPolicy, schedule_view
+from docscraper.ops.sources import page_types
 from docscraper.storage.backends import open_state_store
 from docscraper.storage.runs import MIN_STALE_SECONDS, State, pid_alive, run_state, stale_after
 from docscraper.storage.state import RunState, schema_revision, utcnow
@@ -62,6 +63,8 @@ class RunStatus:
     pid: int | None = None
     # the source's revisit schedules now (docscraper.crawl.schedule.schedule_view)
     schedule: dict[str, Any] | None = None
+    # the source's active pages by document type (docscraper.ops.sources.page_types)
+    types: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: times in ISO 8601 (UTC, ``Z``)."""
@@ -80,6 +83,7 @@ class RunStatus:
             "host": self.host,
             "pid": self.pid,
             "schedule": self.schedule,
+            "types": self.types,
         }
 
 
@@ -128,9 +132,11 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
         runs = store.run_states(source_id)
         policy = RevisitPolicy(config)
         schedules: dict[str, dict[str, Any]] = {}
+        types: dict[str, dict[str, int]] = {}
         for run in runs:
             if run.source not in schedules and (record := store.get_source(run.source)) is not None:
                 schedules[run.source] = schedule_view(store, record, policy)
+                types[run.source] = page_types(store, record.id)
     finally:
         store.close()
     now = utcnow()
@@ -144,7 +150,8 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
         state = run_state(run, now=now, timeout=config.heartbeat_timeout, host=host)
         if state == "died" and run.run.started_at < last_finished.get(run.source, run.run.started_at):
             continue
-        statuses.append(dataclasses.replace(_status(run, state, now), schedule=schedules.get(run.source)))
+        statuses.append(dataclasses.replace(_status(run, state, now), schedule=schedules.get(run.source),
+                                            types=types.get(run.source)))
     return statuses
 
 
@@ -192,6 +199,8 @@ def describe(status: RunStatus, *, recent: int = 3) -> list[str]:
         lines.append(f"    report {status.report_path}")
     if status.schedule and status.schedule.get("scheduled") and status.state == "finished":
         lines.append(f"    schedule {schedule_text(status.schedule)}")
+    if status.types and status.state == "finished":
+        lines.append("    pages    " + ", ".join(f"{n} {kind}" for kind, n in status.types.items()))
     return lines
 
 

@@ -65,6 +65,13 @@ from docscraper.content.discovery import (
     parse_sitemap,
     split_llms_full,
 )
+from docscraper.content.documents import (
+    ConvertedDocument,
+    DocumentKind,
+    DocumentLimits,
+    convert_document,
+    document_kind,
+)
 from docscraper.content.encoding import BodyEncoding
 from docscraper.content.extraction import Extracted, extract_markdown
 from docscraper.crawl.ratelimit import parse_retry_after
@@ -434,6 +441,12 @@ class DocsSpider(scrapy.Spider):
         is_markdown = ctype in ("text/markdown", "text/x-markdown") or (
             ctype in ("text/plain", "") and is_markdown_url(response.url)
         )
+        kind = document_kind(ctype, response.url, self.run_resources().config.document_types)
+        if kind is not None:
+            async for output in self._parse_document(response, kind, pid=pid, key=key, page_url=page_url,
+                                                     finder=finder, depth=depth, fetched_at=fetched_at):
+                yield output
+            return
         if ctype and ctype not in TEXT_TYPES:
             self.run_resources().ledger.reached.add(pid)
             outcomes.refuse(response.url, Refusal("nonText", f"content type {ctype}"), finder=finder)
@@ -490,6 +503,50 @@ class DocsSpider(scrapy.Spider):
         item.rendered = rendered
         item.needs_rendering = extracted.has_scripts_only and not rendered
         item.hash_routes = hash_routes
+        yield item
+
+    async def _parse_document(self, response: Response, kind: DocumentKind, *, pid: str, key: str, page_url: str,
+                              finder: str, depth: int, fetched_at: str) -> AsyncIterator[Any]:
+        """A document (PDF, Word, notebook...: :mod:`docscraper.content.documents`), converted in a worker process
+        (never on the reactor thread: a 500-page PDF would stall every download). A document that cannot be
+        indexed is refused with its reason; a page the index holds keeps its chunks (DESIGN rule 7), and the
+        links stored from it lead the crawl on."""
+        resources = self.run_resources()
+        outcomes = resources.outcomes
+        cfg = resources.config
+        limits = DocumentLimits(time_limit=cfg.document_time_limit, max_pages=cfg.document_max_pages,
+                                max_unpacked=cfg.document_max_unpacked)
+        try:
+            converted = await resources.parsers.run(convert_document, kind.name, response.body, response.url, limits,
+                                                    away=True)
+        except WorkerCrashed as exc:
+            converted = ConvertedDocument(None, ("unreadableDocument", str(exc)))
+        outcomes.count(f"documents/{kind.name}")
+        if converted.extracted is None:
+            reason, detail = converted.refusal or ("unreadableDocument", "no text")
+            resources.ledger.reached.add(pid)
+            logger.warning("%s: %s not indexed (%s): %s", response.url, kind.name.upper(), reason, detail)
+            outcomes.refuse(response.url, Refusal(reason, detail), finder=finder)
+            known = self.run_target().lookup(pid)
+            if known is not None and known.links:
+                for request in self.follow(list(known.links), depth):
+                    yield request
+            return
+        robots = header_robots([v.decode("latin-1") for v in response.headers.getlist(b"X-Robots-Tag")])
+        if robots.noindex:
+            outcomes.noindex(key, page_url, pid, f"{robots.source}: noindex", fetched_at=fetched_at, finder=finder,
+                             depth=depth, httpStatus=response.status)
+            return
+        if converted.pages:
+            outcomes.stat("document_pages", converted.pages)
+        item = self._item(page_url, converted.extracted, pid=pid, key=key, finder=finder, depth=depth,
+                          http_status=response.status, content_type=kind.content_type,
+                          etag=_header(response, b"ETag") or None,
+                          last_modified=_header(response, b"Last-Modified") or None, fetched_at=fetched_at)
+        item.metadata.sitemap_lastmod = response.meta.get("docscraper_lastmod")
+        item.metadata.revisit = response.meta.get("docscraper_revisit")
+        if response.meta.get("redirect_urls"):
+            item.metadata.redirects = [*response.meta["redirect_urls"], response.url]
         yield item
 
     @staticmethod

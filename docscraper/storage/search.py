@@ -62,6 +62,9 @@ class SearchResult:
     images: list[dict[str, str | None]] = field(default_factory=list)
     # the page's other URLs (aliases: the site serves the same content there), when asked for (with_aliases)
     aliases: list[str] = field(default_factory=list)
+    # the page of a paged document (a PDF) the chunk starts on, and its last; url then ends with #page=N
+    page_number: int | None = None
+    page_end: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -237,20 +240,30 @@ def _results(hits: list[SearchHit], k: int, per_page: int | None) -> list[Search
         if per_page is not None and per.get(page, 0) >= per_page:
             continue
         per[page] = per.get(page, 0) + 1
+        number = _page_number(meta.get("page"))
+        url = str(meta.get("url", ""))
         results.append(SearchResult(
             rank=len(results) + 1,
             score=round(hit.score, 4),
-            url=str(meta.get("url", "")),
+            # a PDF viewer (a browser's) opens file.pdf#page=N at that page
+            url=f"{url}#page={number}" if number is not None and "#" not in url else url,
             title=str(meta.get("title", "")),
             heading=str(meta.get("heading", "")),
             text=hit.document,
             source=str(meta.get("source", "")),
             page_id=page,
             chunk_id=hit.id,
+            page_number=number,
+            page_end=_page_number(meta.get("page_end")) if number is not None else None,
         ))
         if len(results) >= k:
             break
     return results
+
+
+def _page_number(value: object) -> int | None:
+    """A chunk's stored page number (an int in Chroma's metadata), or None for a web page's chunk."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 def _rrf(rankings: list[list[str]], weights: list[float]) -> dict[str, float]:

@@ -313,6 +313,9 @@ class StateStore(Protocol):
     def set_lastmod_trust(self, source_id: int, untrusted_at: datetime | None, note: str | None) -> None:
         """Record that the source's sitemap <lastmod> is untrustworthy since *untrusted_at* (None: trusted)."""
         ...
+    def content_type_counts(self, source_id: int) -> dict[str | None, int]:
+        """The source's active pages by their stored Content-Type (None: unknown)."""
+        ...
     def page_images(self, source: str, page_ids: Iterable[str]) -> dict[str, list[ImageRecord]]: ...
     def page_aliases(self, source: str, page_ids: Iterable[str]) -> dict[str, list[str]]:
         """The URLs serving these pages' content as aliases (status alias), by page id."""
@@ -1103,6 +1106,13 @@ class SqlStateStore:
                 )
                 count += getattr(result, "rowcount", 0) or 0
         return count
+
+    def content_type_counts(self, source_id: int) -> dict[str | None, int]:
+        with self._session() as session:
+            return {content_type: int(count) for content_type, count in session.execute(
+                select(PageRow.content_type, func.count())
+                .where(PageRow.source_id == source_id, PageRow.status == "active")
+                .group_by(PageRow.content_type))}
 
     def schedule_summary(self, source_id: int, now: datetime) -> ScheduleSummary:
         scheduled = (PageRow.source_id == source_id) & PageRow.status.in_(_SCHEDULED_STATUSES)
