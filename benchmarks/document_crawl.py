@@ -14,6 +14,8 @@ Printed: the crawl's wall time; the PDF pages converted and chunks written; the 
 process and of its whole process tree (workers and the export child included), sampled every 0.5 s from
 ``/proc`` (the issue's bound: 1.5 GiB with the model loaded); the load average before and after. Measure on a
 quiet machine.
+
+Figures, their date and machine, and the choice they led to: ``benchmarks/DOCUMENTS.md``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("pdfs", nargs="*")
     parser.add_argument("--no-index", action="store_true", help="convert and hash only (no model, no Chroma)")
+    parser.add_argument("--keep", action="store_true", help="keep the folder and the data directory (printed) to "
+                                                            "search and read afterwards")
     args = parser.parse_args()
     pdfs = [Path(p) for p in (args.pdfs or [p for p in DEBIAN_PDFS if Path(p).is_file()])]
     if not pdfs:
@@ -93,7 +97,10 @@ def main() -> int:
         print(f"load average after {os.getloadavg()[0]:.2f}")
         return 0
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {work} (scrapy search ... with DOCSCRAPER_DATA_DIR={work / 'data'})")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

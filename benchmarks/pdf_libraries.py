@@ -24,7 +24,14 @@ entry points at. Printed per PDF and candidate:
 * ``titles on page``: of the resolved entries, those whose title's words are on the page it points at (the
   outline becomes Markdown headings at those places).
 
+The last candidate, ``docscraper``, is docscraper's own conversion (``docscraper.content.documents.pdf``, on
+pypdfium2): its pages are the text between its page markers, its outline the Markdown headings it wrote, so
+``outline`` counts the headings placed and ``titles on page`` those found on their page; its words F1 is lower
+by the running headers, page numbers and dot leaders it drops on purpose.
+
 The load average is printed before and after: measure on a quiet machine.
+
+Figures, their date and machine, and the choice they led to: ``benchmarks/DOCUMENTS.md``.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ DEBIAN_PDFS = (
     "/usr/share/doc/asymptote/asymptote.pdf",
     "/usr/share/doc/libtasn1-doc/libtasn1.pdf",
 )
-CANDIDATES = ("pypdfium2", "pypdf", "pdfminer", "pdfplumber")
+CANDIDATES = ("pypdfium2", "pypdf", "pdfminer", "pdfplumber", "docscraper")
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
@@ -147,9 +154,29 @@ def _pdfplumber(path: str) -> tuple[list[str], list[tuple[str, int | None]]]:
     return texts, _pdfminer_outline(path)
 
 
+def _docscraper(path: str) -> tuple[list[str], list[tuple[str, int | None]]]:
+    """docscraper's own conversion (pypdfium2 and what it adds: page markers, headings, running lines dropped)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from docscraper.content.documents.base import PAGE_MARKER_RE, DocumentLimits
+    from docscraper.content.documents.pdf import pdf_to_markdown
+
+    converted = pdf_to_markdown(Path(path).read_bytes(), Path(path).name, DocumentLimits())
+    texts: list[str] = []
+    for line in converted.markdown.split("\n"):
+        if PAGE_MARKER_RE.match(line):
+            texts.append("")
+        elif texts:
+            texts[-1] += line + "\n"
+    # the outline's entries are headings: "# title" lines, on the page they point at
+    outline = [(line.lstrip("#").strip(), page) for page, text in enumerate(texts)
+               for line in text.splitlines() if line.startswith("#")]
+    return texts, outline
+
+
 def one(candidate: str, path: str) -> None:
     """In the child: convert, and print a JSON line (texts, outline, seconds)."""
-    convert = {"pypdfium2": _pypdfium2, "pypdf": _pypdf, "pdfminer": _pdfminer, "pdfplumber": _pdfplumber}[candidate]
+    convert = {"pypdfium2": _pypdfium2, "pypdf": _pypdf, "pdfminer": _pdfminer, "pdfplumber": _pdfplumber,
+               "docscraper": _docscraper}[candidate]
     start = time.perf_counter()
     texts, outline = convert(path)
     seconds = time.perf_counter() - start

@@ -18,6 +18,40 @@ temporary folder (``site/``, ``data/``, ``nginx/`` with the access log, ``logs/`
 RESULTS
 -------
 
+2026-11-26, 08:19-09:20 UTC, ``--pages 10000 --index --skip-recrawl --days 0`` (index on, complete), at commit
+1c1eb56, in a worktree of its own: the ONNX export in a child process, the crawl embedding with onnxruntime. A
+quiet machine at the start; targeted test files ran beside it for about 25 of its 60 minutes (the load average
+line says so), which slowed it, not its memory. Every page was indexed; the crawl is embedding-bound from its
+second tenth on (the model, about 15 chunks/s on 2 CPUs that day, 5 chunks a page), so the tenths measure the
+model, not the site's size. The tree's peak is the export child's first minute; the crawl process peaked at
+883 MiB and grew 83 MiB from 30% to 95% of the items (about 13 KB a page: the chunks' vectors and HNSW links in
+Chroma's in-process index)::
+
+    figure                                           measured                         target
+    ----------------------------------------------------------------------------------------------
+    machine                                          2 CPUs, load average 0.83 2.01 2.37 at start, 2.69 3.42 4.08 at end (60.2 min in all)
+    site                                             10000 pages + 51 indexes, 50 MiB, generated in 3.4 s
+    index                                            on (embedding model)
+    COLD CRAWL
+      wall / CPU                                     3603.3 s / 5255.4 s
+      result; new / changed / unchanged / failed     success; 10051 / 0 / 0 / 0
+      requests (pages: 200 / 304; other)             10061 (10051 / 0; 10)
+      pages/s overall (page requests / their span)   3.0 (3394 s)
+      pages/s first tenth / last tenth               10.2 / 2.9
+      last / first                                   0.28                             >= 0.8
+      pages/s by tenth                               10 4 4 3 2 2 2 3 3 3
+      peak RSS: tree / main process / tree PSS       1,250 MiB / 883 MiB / 1,190 MiB  <= 1536 MiB
+      final RSS: tree / main process                 560 MiB / 548 MiB
+      peak main RSS before / after 'Closing spider'  881 MiB / 883 MiB (ONNX export logged at 44 s)
+      tree RSS at 30% / 95% of items                 877 MiB / 960 MiB (+83 MiB)      flat
+      main RSS at 30% / 95% of items                 795 MiB / 878 MiB
+    STATE DB (after the cold crawl)
+      file / size                                    state.db: 40.7 MiB, 10051 page rows, links JSON 24.2 MiB
+      load all pages (rows)                          159.7 ms best of 3, 193.7 ms first (10051)
+      count by status (rows)                         2.6 ms best of 3, 9.9 ms first (1)
+      due count (rows)                               0.0 ms best of 3, 0.1 ms first (1)
+      next due (rows)                                0.0 ms best of 3, 0.1 ms first (1)
+
 2026-11-26, 06:23-06:53 UTC, ``--pages 10000 --index --skip-recrawl --days 0 --time-limit 1200`` (index on), at
 commit e3b7d46: the model's ONNX export made in a child process at the start, the crawl embedding with it (torch
 never imported in the crawl's process). The clean-clone test suite ran beside it the whole time on the 2 CPUs,
