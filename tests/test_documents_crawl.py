@@ -130,6 +130,18 @@ def test_local_folder_of_documents(tmp_path: Path, crawl: Crawl) -> None:
     assert result.report["items"]["files/scan.pdf"]["statusReason"] == "noTextLayer"
 
 
+def test_folder_of_documents_without_an_index_page(tmp_path: Path, crawl: Crawl) -> None:
+    """A folder of documents as teams keep them (no index.html): the crawl lists each folder and reads them all."""
+    root = write_site(tmp_path / "folder") / "docs" / "files"
+    (root / "more").mkdir()
+    (root / "more" / "faq.md").write_text("# FAQ\n\nThe relay restarts itself.\n")
+    result = crawl(root.as_uri() + "/")
+    assert result.keys("success", "new") == {path.removeprefix("files/") for path in GOOD} | {"more/faq.md"}
+    # the listings are followed, not indexed
+    assert result.keys("skipped", "noindex") == {"./", "more"}
+    assert result.report["items"]["bomb.docx"]["statusReason"] == "unreadableDocument"
+
+
 def test_search_answer_on_a_pdf_page_links_to_that_page(docs_site: DocsServer, crawl: Crawl) -> None:
     result = crawl(f"{docs_site.base_url}/docs/", index=True)
     index = ChromaIndex(path=result.data_dir / "chroma")

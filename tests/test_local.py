@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -85,10 +86,14 @@ def test_folder_serves_its_index_under_a_slash_url(folder: Path) -> None:
     # index.html by its own name is the folder's page
     named = read_local(url(folder / "guide" / "index.html"), str(folder))
     assert named.canonical == url(folder / "guide") + "/"
-    (folder / "empty").mkdir()
-    refused = read_local(url(folder / "empty", "/"), str(folder))
-    assert refused.refusal is not None and refused.refusal.reason == "nonText"
-    assert "folder without index.html" in refused.refusal.detail
+    # a folder without an index file: a noindex listing of what a crawl reads in it, and of its folders
+    (folder / "bare" / "deeper").mkdir(parents=True)
+    for name in ("manual.pdf", "notes.md", "image.png", ".hidden.md", "a b.rst"):
+        (folder / "bare" / name).write_bytes(b"x")
+    listed = read_local(url(folder / "bare"), str(folder))
+    assert listed.status == 200 and listed.url == url(folder / "bare") + "/" and "ETag" not in listed.headers
+    assert b'<meta name="robots" content="noindex">' in listed.body
+    assert re.findall(rb'href="([^"]+)"', listed.body) == [b"a%20b.rst", b"deeper/", b"manual.pdf", b"notes.md"]
 
 
 def test_missing_file_is_a_404(folder: Path) -> None:

@@ -186,9 +186,10 @@ def test_the_probe_of_a_local_folder_looks_at_the_folder(tmp_path: Path) -> None
     bare.mkdir()
     (bare / "page.md").write_text("# P")
     probe = probe_site(bare.as_uri())
-    assert probe.status == 200 and probe.notes == [f"folder {bare}: 1 file to index (HTML, Markdown, text, documents)"]
-    assert probe.problems == [f"no index.html, index.htm, index.md, llms.txt or sitemap.xml in {bare}: a crawl "
-                              "starts there and finds no file to read"]
+    assert probe.status == 200 and probe.notes == [f"folder {bare}: 1 file to index (HTML, Markdown, text, documents); "
+                                                   "no index.html, index.htm, index.md: a crawl reads them all, "
+                                                   "folder by folder"]
+    assert probe.problems == []
 
 
 @pytest.mark.parametrize(("make", "problem"), [

@@ -20,7 +20,9 @@ on a folder; :class:`LocalFileDownloadHandler` takes its place (``DOWNLOAD_HANDL
   anything else is ``application/octet-stream``, which the spider skips as ``nonText``.
 * serves a folder's ``index.html`` (or ``index.htm``, ``index.md``) for the folder's URL, answered under
   the URL with a final ``/`` so relative links resolve inside the folder; a folder with none of them is
-  skipped (``nonText``, "folder without index.html").
+  answered with a listing of its subfolders and of the files a crawl reads (at most :data:`MAX_LISTED`),
+  marked ``noindex``: the crawl follows its links and does not index the listing itself (``skipped``,
+  ``noindex``), so a folder of documents and Markdown files with no index page is crawled whole.
 * answers a missing file with a 404 (its detail "file not found"): like a 404 on a site, a page the index
   holds is retired after ``DOCSCRAPER_GONE_AFTER`` consecutive runs that still link to it, and a file
   deleted together with the links to it is an orphan, removed at the next clean close. The filesystem
@@ -48,6 +50,7 @@ from __future__ import annotations
 
 import email.utils
 import errno
+import html
 import logging
 import os
 import posixpath
@@ -55,7 +58,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
-from urllib.parse import unquote_to_bytes, urlsplit
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 from scrapy.core.downloader.handlers.base import BaseDownloadHandler
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
@@ -70,7 +73,7 @@ from docscraper.urls import scope_prefix
 if TYPE_CHECKING:
     from scrapy import Request
 
-__all__ = ["RACY_SECONDS", "LocalFileDownloadHandler", "LocalRead", "content_type_for", "local_root", "read_local"]
+__all__ = ["MAX_LISTED", "RACY_SECONDS", "LocalFileDownloadHandler", "LocalRead", "content_type_for", "local_root", "read_local"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +99,8 @@ _TYPES = {
     ".rest": "text/x-rst",
 }
 _INDEX_FILES = ("index.html", "index.htm", "index.md")
+#: The most entries a folder listing names
+MAX_LISTED = 10_000
 
 
 def content_type_for(path: str) -> str:
@@ -174,7 +179,7 @@ def read_local(url: str, root: str | None, *, if_none_match: str | None = None, 
                 return LocalRead(url, refusal=Refusal("outOfScope", f"{name}: symlink escapes the source folder"))
             if os.path.isfile(candidate):
                 return _read_file(folder_url, candidate, if_none_match=if_none_match, maxsize=maxsize)
-        return LocalRead(url, refusal=Refusal("nonText", "folder without index.html"))
+        return _listing(folder_url, path, root_real)
     found = _read_file(url, path, if_none_match=if_none_match, maxsize=maxsize)
     name = posixpath.basename(path)
     if name in _INDEX_FILES and not parts.query:
@@ -184,6 +189,36 @@ def read_local(url: str, root: str | None, *, if_none_match: str | None = None, 
         if served == name:
             found.canonical = url.rsplit("/", 1)[0] + "/"
     return found
+
+
+def _listing(url: str, path: str, root_real: str | None) -> LocalRead:
+    """A folder without an index file: a page that lists its subfolders and the files a crawl reads, marked
+    ``noindex`` (its links are followed, it is not indexed itself), as a web server's automatic index would be.
+    Dot files, and entries whose real path leaves the source folder, are not listed. It has no validators:
+    every run reads the folder again, so a file added to it is found."""
+    try:
+        with os.scandir(path) as entries:
+            names = []
+            for entry in entries:
+                if len(names) >= MAX_LISTED or entry.name.startswith("."):
+                    continue
+                real = os.path.realpath(entry.path)
+                if root_real is not None and not _inside(real, root_real):
+                    continue
+                if os.path.isdir(real):
+                    names.append(entry.name + "/")
+                elif content_type_for(entry.name) != "application/octet-stream":
+                    names.append(entry.name)
+    except PermissionError:
+        return LocalRead(url, status=403, detail="permission denied (403)")
+    except OSError as exc:
+        return LocalRead(url, status=404, detail=f"folder not readable ({exc.strerror})")
+    links = "".join(f'<li><a href="{html.escape(quote(name))}">{html.escape(name)}</a></li>' for name in sorted(names))
+    title = html.escape(f"Index of {posixpath.basename(path.rstrip('/')) or '/'}")
+    body = (f'<!doctype html><html><head><meta charset="utf-8"><meta name="robots" content="noindex">'
+            f"<title>{title}</title></head><body><h1>{title}</h1><ul>{links}</ul></body></html>").encode()
+    return LocalRead(url, body=body, headers={"Content-Type": "text/html; charset=utf-8",
+                                              "Content-Length": str(len(body))})
 
 
 def _read_file(url: str, path: str, *, if_none_match: str | None, maxsize: int) -> LocalRead:

@@ -649,12 +649,10 @@ def _probe_folder(url: str, llms_txt: str | None, prober: _Prober) -> ProbeResul
             problems.append(f"no llms.txt at {llms_txt}")
     index = next((name for name in _LOCAL_INDEX_FILES if os.path.isfile(os.path.join(root, name))), None)
     sitemap = found("sitemap.xml")
-    if index is None and llms is None and sitemap is None:
-        problems.append(f"no {', '.join(_LOCAL_INDEX_FILES)}, llms.txt or sitemap.xml in {root}: a crawl starts "
-                        "there and finds no file to read")
     starts = " and ".join(filter(None, (index, "llms.txt" if llms else None, "sitemap.xml" if sitemap else None)))
     notes = [f"folder {root}: {counted} file{'' if pages == 1 else 's'} to index (HTML, Markdown, text, documents)"
-             + (f"; a crawl reads those that {starts} lead to" if starts else "")]
+             + (f"; a crawl reads those that {starts} lead to" if starts else
+                f"; no {', '.join(_LOCAL_INDEX_FILES)}: a crawl reads them all, folder by folder")]
     return ProbeResult(url=url, status=200, llms_txt=llms, llms_full_txt=found("llms-full.txt"),
                        sitemaps=[sitemap] if sitemap else [], sitemap_urls=0, robots={}, problems=problems,
                        notes=notes)
