@@ -198,7 +198,8 @@ def test_missing_chromium_is_reported_with_the_fix(tmp_path: Path) -> None:
 def test_only_pages_are_rendered() -> None:
     assert renders_url("https://h/docs/")
     assert renders_url("https://h/docs/page.html?x=1")
-    for url in ("https://h/docs/page.html.md", "https://h/llms.txt", "https://h/sitemap.xml", "file:///d/a.html"):
+    for url in ("https://h/docs/page.html.md", "https://h/llms.txt", "https://h/sitemap.xml", "file:///d/a.html",
+                "https://h/docs/manual.PDF", "https://h/docs/tour.ipynb", "https://h/docs/notes.docx"):
         assert not renders_url(url)
 
 

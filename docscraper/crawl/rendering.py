@@ -60,6 +60,7 @@ from scrapy_playwright.page import PageMethod
 from twisted.python.failure import Failure
 
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.content.documents import KINDS
 from docscraper.crawl.signals import run_opened
 
 if TYPE_CHECKING:
@@ -165,11 +166,14 @@ def render_problem(settings: BaseSettings, config: DocscraperConfig) -> str | No
 
 
 #: Files whose text needs no browser (Markdown twins, plain text, data): fetched as they are.
-_PLAIN_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".xml", ".json")
+_PLAIN_SUFFIXES = (".md", ".markdown", ".mdx", ".txt", ".xml", ".json",
+                   # documents are converted from their bytes (docscraper.content.documents), never rendered
+                   *(extension for kind in KINDS.values() for extension in kind.extensions))
 
 
 def renders_url(url: str) -> bool:
-    """Whether a page request for *url* is rendered when its run renders: http(s) pages, not text files."""
+    """Whether a page request for *url* is rendered when its run renders: http(s) pages, not text files or
+    documents (``.pdf``, ``.docx``...)."""
     parts = urlsplit(url)
     return parts.scheme.lower() in ("http", "https") and not parts.path.lower().endswith(_PLAIN_SUFFIXES)
 
