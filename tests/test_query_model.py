@@ -181,3 +181,13 @@ def test_a_model_the_child_cannot_export_is_loaded_by_the_crawl_itself(tmp_path:
         embedder.close()
     assert any("child process (exit 3" in record.getMessage() for record in caplog.records), caplog.text
     assert not list((tmp_path / "data").glob("models/*/meta.json"))
+    # the folder cannot be exported as it is: the next crawl loads the model without starting a child again
+    marks = list((tmp_path / "data").glob("models/*.not-exportable"))
+    assert len(marks) == 1 and "tokenizer" in marks[0].read_text()
+    caplog.clear()
+    with caplog.at_level("INFO", logger="docscraper.storage.backends"):
+        again = load_crawl_embedder(config)
+    again.close()
+    assert isinstance(again, SentenceTransformerEmbedder)
+    assert not any("child process" in record.getMessage() for record in caplog.records), caplog.text
+    assert any("cannot be exported to ONNX" in record.getMessage() for record in caplog.records)

@@ -5,11 +5,13 @@ the status and the MCP server all open them here. Blocking: call them off the re
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from scrapy.utils.misc import load_object
@@ -64,7 +66,8 @@ def load_crawl_embedder(config: DocscraperConfig) -> Embedder:
     the configured embedder."""
     if config.crawl_onnx and _runs_on_cpu(config):
         fast = _open_export(config, batch_size=config.embedding_batch_size)
-        if fast is None and _exportable(config) and _model_folder(config) is not None and export_in_child(config):
+        if fast is None and _exportable(config) and _model_folder(config) is not None \
+                and not _marked_not_exportable(config) and export_in_child(config):
             fast = _open_export(config, batch_size=config.embedding_batch_size)
         if fast is not None:
             logger.info("Loaded embedding model %s from its ONNX export in %s (cpu, dim %d, max %d tokens, %d "
@@ -102,10 +105,42 @@ def export_in_child(config: DocscraperConfig) -> bool:
         tail = " | ".join(line.strip() for line in (done.stderr or "").strip().splitlines()[-3:])
         logger.warning("Cannot export %s to ONNX in a child process (exit %d: %s): the crawl loads the model "
                        "itself", config.embedding_model, done.returncode, tail or "no output")
+        if done.returncode == NOT_EXPORTABLE and (mark := _not_exportable_mark(config)) is not None:
+            # this model folder, as it is, never will be: later crawls load it without trying (a changed folder
+            # has another fingerprint, and so another mark)
+            with contextlib.suppress(OSError):
+                mark.parent.mkdir(parents=True, exist_ok=True)
+                mark.write_text(tail + "\n")
         return False
     logger.info("Exported %s to ONNX in a child process in %.1f s: this crawl embeds without torch",
                 config.embedding_model, time.monotonic() - started)
     return True
+
+
+#: The export child's exit status for a model that cannot be exported (:func:`docscraper.storage.onnx_embedding.main`)
+NOT_EXPORTABLE = 3
+
+
+def _not_exportable_mark(config: DocscraperConfig) -> Path | None:
+    """The file that records that the configured model folder, as it is now, cannot be exported (beside where its
+    export would be: ``DATA_DIR/models/<model>-<fingerprint>.not-exportable``)."""
+    folder = _model_folder(config)
+    if folder is None:
+        return None
+    from docscraper.storage.embedding import model_name
+    from docscraper.storage.onnx_embedding import query_model_dir
+
+    directory = query_model_dir(config.data_dir, model_name(config.embedding_model), folder)
+    return directory.with_name(directory.name + ".not-exportable")
+
+
+def _marked_not_exportable(config: DocscraperConfig) -> bool:
+    mark = _not_exportable_mark(config)
+    if mark is not None and mark.is_file():
+        logger.info("%s cannot be exported to ONNX (%s records why); the crawl loads the model itself",
+                    config.embedding_model, mark)
+        return True
+    return False
 
 
 def _runs_on_cpu(config: DocscraperConfig) -> bool:
