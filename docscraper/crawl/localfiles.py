@@ -198,7 +198,7 @@ def _listing(url: str, path: str, root_real: str | None) -> LocalRead:
     every run reads the folder again, so a file added to it is found."""
     try:
         with os.scandir(path) as entries:
-            names = []
+            names: list[str] = []
             for entry in entries:
                 if len(names) >= MAX_LISTED or entry.name.startswith("."):
                     continue
