@@ -335,6 +335,11 @@ class DocscraperConfig:
     apart; 0 plans every check at its interval), ``DOCSCRAPER_REVISIT_CLOCK_OFFSET`` (0 s: moves the
     schedule's clock forward, for simulations and tests).
 
+    Documents (:mod:`docscraper.content.documents`): ``DOCSCRAPER_DOCUMENT_TYPES`` (``pdf,docx,ipynb,epub,rst``:
+    the kinds converted and indexed; ``none`` for none), ``DOCSCRAPER_DOCUMENT_TIME_LIMIT`` (120 s a document,
+    checked between pages), ``DOCSCRAPER_DOCUMENT_MAX_PAGES`` (5000: a longer PDF is refused, never cut),
+    ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED`` (200 MiB: what a ``.docx`` or ``.epub`` may unpack to).
+
     The vector index: ``DOCSCRAPER_INDEX_ENABLED`` (on), ``DOCSCRAPER_CHROMA_URL`` (a Chroma server;
     default: a persistent directory at ``DATA_DIR/chroma``), ``DOCSCRAPER_CHROMA_COLLECTION`` (``docs``),
     ``DOCSCRAPER_CHROMA_TELEMETRY`` (off), ``DOCSCRAPER_EMBEDDING_MODEL`` (the bundled all-MiniLM-L6-v2),
