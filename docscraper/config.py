@@ -338,7 +338,9 @@ class DocscraperConfig:
     Documents (:mod:`docscraper.content.documents`): ``DOCSCRAPER_DOCUMENT_TYPES`` (``pdf,docx,ipynb,epub,rst``:
     the kinds converted and indexed; ``none`` for none), ``DOCSCRAPER_DOCUMENT_TIME_LIMIT`` (120 s a document,
     checked between pages), ``DOCSCRAPER_DOCUMENT_MAX_PAGES`` (5000: a longer PDF is refused, never cut),
-    ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED`` (200 MiB: what a ``.docx`` or ``.epub`` may unpack to).
+    ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED`` (200 MiB: what a ``.docx`` or ``.epub`` may unpack to),
+    ``DOCSCRAPER_DOCUMENT_OCR`` (off: read a PDF's pages without a text layer with Tesseract, when installed),
+    ``DOCSCRAPER_DOCUMENT_OCR_LANGUAGES`` (``eng``; Tesseract's codes joined with ``+``).
 
     The vector index: ``DOCSCRAPER_INDEX_ENABLED`` (on), ``DOCSCRAPER_CHROMA_URL`` (a Chroma server;
     default: a persistent directory at ``DATA_DIR/chroma``), ``DOCSCRAPER_CHROMA_COLLECTION`` (``docs``),
@@ -501,6 +503,8 @@ class DocscraperConfig:
     document_time_limit: float = 120.0
     document_max_pages: int = 5000
     document_max_unpacked: int = 200 * 1024 * 1024
+    document_ocr: bool = False
+    document_ocr_languages: str = "eng"
 
     @property
     def runs_dir(self) -> Path:
@@ -699,6 +703,10 @@ def _document_settings(settings: BaseSettings) -> dict[str, Any]:
     if unknown:
         raise ConfigError(f"DOCSCRAPER_DOCUMENT_TYPES: unknown type(s) {', '.join(unknown)}; choose from "
                           f"{', '.join(DOCUMENT_TYPES)} (or none)")
+    languages = str(settings.get("DOCSCRAPER_DOCUMENT_OCR_LANGUAGES") or "eng").strip()
+    if not re.fullmatch(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*", languages):
+        raise ConfigError(f"DOCSCRAPER_DOCUMENT_OCR_LANGUAGES: Tesseract language codes joined with +, such as "
+                          f"eng or eng+deu; got {languages!r}")
     return {
         "document_types": tuple(t.lower() for t in types if t.lower() != "none"),
         "document_time_limit": _seconds("DOCSCRAPER_DOCUMENT_TIME_LIMIT",
@@ -707,6 +715,8 @@ def _document_settings(settings: BaseSettings) -> dict[str, Any]:
                                             settings.get("DOCSCRAPER_DOCUMENT_MAX_PAGES") or 5000),
         "document_max_unpacked": _positive_int("DOCSCRAPER_DOCUMENT_MAX_UNPACKED",
                                                settings.get("DOCSCRAPER_DOCUMENT_MAX_UNPACKED") or 200 * 1024 * 1024),
+        "document_ocr": flag("DOCSCRAPER_DOCUMENT_OCR", settings.get("DOCSCRAPER_DOCUMENT_OCR") or False),
+        "document_ocr_languages": languages,
     }
 
 

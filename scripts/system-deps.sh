@@ -4,6 +4,7 @@
 #   postgresql     initdb/pg_ctl for the PostgreSQL state tests (tests/test_postgres.py)
 #   redis-server   the shared frontier tests (tests/test_distributed.py)
 #   faketime       libfaketime, which steps the wall clock of a crawl (tests/test_clock.py)
+#   tesseract-ocr  OCR of scanned PDFs (DOCSCRAPER_DOCUMENT_OCR; tests/test_documents.py); with its English data
 # The tests that need them fail, never skip, when they are missing. Tries the package lists at hand first
 # and runs `apt-get update` only when that fails. Needs root or sudo; prints what to do otherwise.
 set -euo pipefail
@@ -15,6 +16,7 @@ if ! command -v initdb >/dev/null 2>&1 && ! compgen -G "/usr/lib/postgresql/*/bi
 fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 compgen -G "/usr/lib/*/faketime/libfaketime.so.1" >/dev/null || missing+=(faketime)
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "system-deps: installing ${missing[*]} (Debian packages)"

@@ -8,7 +8,7 @@ import json
 import zipfile
 from collections.abc import Sequence
 
-__all__ = ["docx_file", "epub_file", "looping_pdf", "notebook_file", "pdf_file", "scanned_pdf", "zip_bomb_docx"]
+__all__ = ["docx_file", "epub_file", "image_only_pdf", "looping_pdf", "notebook_file", "pdf_file", "scanned_pdf", "zip_bomb_docx"]
 
 #: one page: its heading (None for none) and its lines of body text
 Page = tuple[str | None, Sequence[str]]
@@ -63,6 +63,31 @@ def scanned_pdf(pages: int = 2) -> bytes:
             pdf.rect(72, 760 - row * 16, 300 + (row % 7) * 20, 10, fill=1)
         pdf.showPage()
     pdf.save()
+    return buffer.getvalue()
+
+
+def image_only_pdf(pages: Sequence[Sequence[str]]) -> bytes:
+    """A scan of real text: each page's lines typeset in a large font, rendered to a picture (pypdfium2, 150 dpi),
+    and the pictures put in a new PDF, without a text layer, as a scanner would."""
+    import pypdfium2 as pdfium
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    typeset = pdf_file([(None, lines) for lines in pages], outline=False)
+    source = pdfium.PdfDocument(typeset)
+    buffer = io.BytesIO()
+    scan = canvas.Canvas(buffer)
+    try:
+        for index in range(len(source)):
+            page = source[index]
+            picture = page.render(scale=150 / 72).to_pil()
+            width, height = page.get_size()
+            scan.drawImage(ImageReader(picture), 0, 0, width=width, height=height)
+            scan.showPage()
+            page.close()
+    finally:
+        source.close()
+    scan.save()
     return buffer.getvalue()
 
 

@@ -22,6 +22,7 @@ from docscraper.content.documents import (
 from tests.documents import (
     docx_file,
     epub_file,
+    image_only_pdf,
     looping_pdf,
     notebook_file,
     pdf_file,
@@ -187,6 +188,26 @@ def test_scanned_pdf_has_no_text_layer() -> None:
     assert result.refusal is not None and result.refusal[0] == "noTextLayer" and "3 page" in result.refusal[1]
 
 
+def test_scanned_pages_are_read_by_tesseract_when_ocr_is_on() -> None:
+    body = image_only_pdf([["Relay maintenance window", "Restart the relay every Sunday."],
+                           ["Backups are kept for nine days."]])
+    off = converted("pdf", body)
+    assert off.refusal == ("noTextLayer", "none of its 2 page(s) has a text layer (a scan?); OCR is off "
+                                          "(DOCSCRAPER_DOCUMENT_OCR)")
+    read = converted("pdf", body, limits=DocumentLimits(ocr=True))
+    assert read.extracted is not None, read.refusal
+    markdown = read.extracted.markdown
+    assert markdown.index("<!-- page 1 -->") < markdown.index("Restart the relay every Sunday.") \
+        < markdown.index("<!-- page 2 -->") < markdown.index("Backups are kept for nine days.")
+
+
+def test_ocr_on_without_tesseract_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = converted("pdf", scanned_pdf(1), limits=DocumentLimits(ocr=True))
+    assert result.refusal is not None and result.refusal[0] == "noTextLayer"
+    assert result.refusal[1].endswith("OCR is on but tesseract is not installed")
+
+
 def test_looping_page_tree_does_not_hang_or_crash() -> None:
     result = converted("pdf", looping_pdf())
     # PDFium either reads the one real page or refuses the file: never a hang, never an exception
@@ -285,3 +306,9 @@ def test_document_settings_are_checked() -> None:
         DocscraperConfig.from_settings(Settings({"DOCSCRAPER_DOCUMENT_TYPES": "pdf,xlsx"}))
     with pytest.raises(ConfigError, match="DOCSCRAPER_DOCUMENT_MAX_PAGES must be"):
         DocscraperConfig.from_settings(Settings({"DOCSCRAPER_DOCUMENT_MAX_PAGES": "many"}))
+    ocr = DocscraperConfig.from_settings(Settings({"DOCSCRAPER_DOCUMENT_OCR": "1",
+                                                   "DOCSCRAPER_DOCUMENT_OCR_LANGUAGES": "eng+deu"}))
+    assert ocr.document_ocr and ocr.document_ocr_languages == "eng+deu"
+    assert not DocscraperConfig.from_settings(Settings()).document_ocr
+    with pytest.raises(ConfigError, match="OCR_LANGUAGES"):
+        DocscraperConfig.from_settings(Settings({"DOCSCRAPER_DOCUMENT_OCR_LANGUAGES": "eng; rm -rf /"}))

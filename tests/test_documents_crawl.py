@@ -16,7 +16,15 @@ from docscraper.storage.embedding import SentenceTransformerEmbedder
 from docscraper.storage.search import Searcher
 from docscraper.storage.vectors import ChromaIndex
 from tests.conftest import Crawl, CrawlResult
-from tests.documents import docx_file, epub_file, notebook_file, pdf_file, scanned_pdf, zip_bomb_docx
+from tests.documents import (
+    docx_file,
+    epub_file,
+    image_only_pdf,
+    notebook_file,
+    pdf_file,
+    scanned_pdf,
+    zip_bomb_docx,
+)
 from tests.mockserver import DocsServer
 
 GOOD = {
@@ -128,6 +136,21 @@ def test_local_folder_of_documents(tmp_path: Path, crawl: Crawl) -> None:
     result = crawl(root.as_uri() + "/")
     assert result.keys("success", "new") == {"./", *GOOD}
     assert result.report["items"]["files/scan.pdf"]["statusReason"] == "noTextLayer"
+
+
+def test_scanned_pdf_is_read_with_ocr_when_turned_on(tmp_path: Path, crawl: Crawl) -> None:
+    folder = tmp_path / "scans"
+    folder.mkdir()
+    (folder / "minutes.pdf").write_bytes(image_only_pdf([["Minutes of the relay meeting", "The relay moves to"
+                                                          " the new datacenter in May."]]))
+    off = crawl(folder.as_uri() + "/")
+    assert off.report["items"]["minutes.pdf"]["statusReason"] == "noTextLayer"
+    on = crawl(folder.as_uri() + "/", settings={"DOCSCRAPER_DOCUMENT_OCR": "1"})
+    assert on.keys("success", "new") == {"minutes.pdf"}
+    mirror = tmp_path / "mirror"
+    crawl(folder.as_uri() + "/", "full=1", f"save_dir={mirror}", settings={"DOCSCRAPER_DOCUMENT_OCR": "1"})
+    saved = "".join(path.read_text() for path in mirror.rglob("*.md"))
+    assert "new datacenter in May" in saved and "<!-- page 1 -->" in saved
 
 
 def test_folder_of_documents_without_an_index_page(tmp_path: Path, crawl: Crawl) -> None:

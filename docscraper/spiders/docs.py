@@ -515,7 +515,8 @@ class DocsSpider(scrapy.Spider):
         outcomes = resources.outcomes
         cfg = resources.config
         limits = DocumentLimits(time_limit=cfg.document_time_limit, max_pages=cfg.document_max_pages,
-                                max_unpacked=cfg.document_max_unpacked)
+                                max_unpacked=cfg.document_max_unpacked, ocr=cfg.document_ocr,
+                                ocr_languages=cfg.document_ocr_languages)
         try:
             converted = await resources.parsers.run(convert_document, kind.name, response.body, response.url, limits,
                                                     away=True)

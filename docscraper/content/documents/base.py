@@ -31,8 +31,9 @@ class DocumentRefused(Exception):
 
 @dataclass(frozen=True)
 class DocumentLimits:
-    """Bounds on one document's conversion (settings ``DOCSCRAPER_DOCUMENT_TIME_LIMIT``,
-    ``DOCSCRAPER_DOCUMENT_MAX_PAGES``, ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED``)."""
+    """Bounds and options of one document's conversion (settings ``DOCSCRAPER_DOCUMENT_TIME_LIMIT``,
+    ``DOCSCRAPER_DOCUMENT_MAX_PAGES``, ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED``, ``DOCSCRAPER_DOCUMENT_OCR``,
+    ``DOCSCRAPER_DOCUMENT_OCR_LANGUAGES``)."""
 
     #: seconds of conversion, checked between pages (PDF) and parts (EPUB, notebooks)
     time_limit: float = 120.0
@@ -42,6 +43,10 @@ class DocumentLimits:
     #: marks a zip bomb
     max_unpacked: int = 200 * 1024 * 1024
     max_ratio: float = 200.0
+    #: read the pages of a PDF that have no text layer with Tesseract (``DOCSCRAPER_DOCUMENT_OCR``), when the
+    #: ``tesseract`` command is installed; its languages (``-l``), ``+``-separated
+    ocr: bool = False
+    ocr_languages: str = "eng"
 
 
 class Deadline:
@@ -50,6 +55,10 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.start = time.monotonic()
+
+    def left(self) -> float:
+        """Seconds left (0 when none)."""
+        return max(0.0, self.seconds - (time.monotonic() - self.start))
 
     def check(self, where: str) -> None:
         if time.monotonic() - self.start > self.seconds:

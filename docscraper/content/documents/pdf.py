@@ -19,15 +19,19 @@ What a PDF becomes:
   between lines is larger than the line height; a word hyphenated at a line's end is joined again;
 * **title**: the document's metadata ``Title``, else the first outline entry or heading, else the file name.
 
-PDFium cannot tell a table from text laid out in columns, so tables are text lines. Refusals
+PDFium cannot tell a table from text laid out in columns, so tables are text lines. A page without a text layer
+(a scan) is read by Tesseract when ``DOCSCRAPER_DOCUMENT_OCR`` is on and the ``tesseract`` command is installed
+(Debian's ``tesseract-ocr``): rendered at 300 dpi, its lines are the page's text. Refusals
 (:class:`~docscraper.content.documents.base.DocumentRefused`): ``encrypted`` (an empty password does not open it),
-``unreadableDocument`` (PDFium cannot parse it, or it takes longer than the time limit), ``noTextLayer`` (pages
-without a character of text: a scan; OCR is not done), ``sizeLimit`` (more pages than the limit).
+``unreadableDocument`` (PDFium cannot parse it, or it takes longer than the time limit), ``noTextLayer`` (no page
+has a character of text, OCR off, unavailable or finding nothing), ``sizeLimit`` (more pages than the limit).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from collections import Counter
 from dataclasses import dataclass
 
@@ -43,6 +47,8 @@ _HEADING_RATIO = 1.15
 _HEADING_MAX_CHARS = 120
 _MAX_HEADING_LEVELS = 4
 _MAX_OUTLINE = 20_000
+#: the resolution pages are rendered at for OCR
+_OCR_DPI = 300
 _PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "title", "document", "no title"})
 _LEADER_RE = re.compile(r"(?:\s*\.){4,}\s*")
 _DIGITS_RE = re.compile(r"\d+")
@@ -67,6 +73,7 @@ class _Line:
     size: float  # font size of its first character, points
     top: float  # top of its first character, PDF units (y grows upwards)
     height: float
+    paragraph: bool = False  # starts a paragraph (OCR: after a blank line), where there are no positions
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,43 @@ def _page_lines(document: pdfium.PdfDocument, index: int) -> list[_Line]:
             textpage.close()
     finally:
         page.close()
+
+
+def _ocr_lines(document: pdfium.PdfDocument, index: int, tesseract: str, languages: str,
+               deadline: Deadline) -> list[_Line]:
+    """The text Tesseract reads on page *index*, rendered at 300 dpi in grey and handed to it as a PGM image
+    on its standard input (no image library needed). A page Tesseract cannot read has no lines."""
+    page = document[index]
+    try:
+        bitmap = page.render(scale=_OCR_DPI / 72, grayscale=True)
+        try:
+            pixels = bitmap.to_numpy()
+        finally:
+            bitmap.close()
+    finally:
+        page.close()
+    if pixels.ndim == 3:  # a renderer that kept colour channels: their mean
+        pixels = pixels.mean(axis=2).astype("uint8")
+    height, width = pixels.shape[:2]
+    image = f"P5\n{width} {height}\n255\n".encode() + pixels.tobytes()
+    try:
+        done = subprocess.run([tesseract, "stdin", "stdout", "-l", languages], input=image, capture_output=True,
+                              timeout=max(1.0, deadline.left()), check=False)
+    except subprocess.TimeoutExpired:
+        raise DocumentRefused("unreadableDocument", f"OCR of page {index + 1} took longer than the time limit "
+                                                    f"({deadline.seconds:g} s)") from None
+    if done.returncode != 0:
+        return []
+    text = done.stdout.decode("utf-8", errors="replace")
+    # no font sizes or positions: paragraphs are Tesseract's blank lines
+    lines: list[_Line] = []
+    blank = False
+    for raw in text.splitlines():
+        stripped = " ".join(raw.split())
+        if stripped:
+            lines.append(_Line(stripped, 0.0, 0.0, 0.0, paragraph=blank))
+        blank = not stripped
+    return lines
 
 
 def _running_lines(pages: list[list[_Line]]) -> set[str]:
@@ -236,8 +280,8 @@ def _render_page(lines: list[_Line], headings: list[tuple[int, int, str]], by_si
         elif out and out[-1] and _HYPHENATED_RE.search(out[-1]) and text[:1].islower():
             out[-1] = out[-1][:-1] + text  # exam- / ple
         else:
-            if previous is not None and previous.size and line.size and \
-                    previous.top - line.top > _PARAGRAPH_GAP * max(previous.size, line.size):
+            if line.paragraph or (previous is not None and previous.size and line.size and
+                                  previous.top - line.top > _PARAGRAPH_GAP * max(previous.size, line.size)):
                 out.append("")  # a gap wider than a line: a new paragraph
             out.append(_escape(text))
         previous = line
@@ -264,9 +308,16 @@ def pdf_to_markdown(data: bytes, name: str, limits: DocumentLimits) -> PdfText:
                 pages.append(_page_lines(document, index))
             except pdfium.PdfiumError as exc:
                 raise DocumentRefused("unreadableDocument", f"page {index + 1} of {count} cannot be read ({exc})") from None
+        tesseract = shutil.which("tesseract") if limits.ocr else None
+        if tesseract is not None:
+            for index, lines in enumerate(pages):
+                if not lines:  # a page without a text layer: a scan
+                    deadline.check(f"OCR of page {index + 1} of {count}")
+                    pages[index] = _ocr_lines(document, index, tesseract, limits.ocr_languages, deadline)
         if not any(pages):
-            raise DocumentRefused("noTextLayer", f"none of its {count} page(s) has a text layer (a scan?); "
-                                                 "OCR is not done")
+            why = ("OCR found no text either" if tesseract is not None else
+                   "OCR is off (DOCSCRAPER_DOCUMENT_OCR)" if not limits.ocr else "OCR is on but tesseract is not installed")
+            raise DocumentRefused("noTextLayer", f"none of its {count} page(s) has a text layer (a scan?); {why}")
         outline = _outline(document, count)
         metadata_title = " ".join((document.get_metadata_value("Title") or "").split())
         if metadata_title.casefold() in _PLACEHOLDER_TITLES:
