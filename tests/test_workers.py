@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import re
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -16,7 +17,7 @@ import pytest
 from scrapy.settings import Settings
 
 from docscraper.config import DocscraperConfig, default_parse_workers
-from docscraper.crawl.workers import WorkerCrashed, WorkerProcesses
+from docscraper.crawl.workers import BoundedProcess, CallTimedOut, WorkerCrashed, WorkerProcesses
 from docscraper.spiders.page_parser import FetchedPage, parse_fetched
 
 T = TypeVar("T")
@@ -49,21 +50,31 @@ async def started(pool: WorkerProcesses) -> None:
     raise AssertionError("the worker processes never answered")
 
 
-def test_a_call_sent_away_waits_for_the_workers_instead_of_running_here() -> None:
-    """A whole document is never converted on the calling (the reactor's) thread while the workers start."""
-    async def scenario() -> tuple[int, int, int]:
-        pool = WorkerProcesses(1)
-        try:
-            away = await pool.run(pid, away=True)  # the first call: the pool starts, and this one waits for it
-            return away, pool.here, pool.in_workers
-        finally:
-            pool.close()
+def sleep_for(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
 
-    away, here, in_workers = run(scenario())
-    assert away != os.getpid() and (here, in_workers) == (0, 1)
-    # no workers at all: it runs here, as every call does
-    none = WorkerProcesses(0)
-    assert run(none.run(pid, away=True)) == os.getpid()
+
+def test_a_bounded_call_past_its_limit_stops_its_process_and_the_next_call_gets_a_new_one() -> None:
+    """A document whose one page hangs inside a C library: the call is given up, its process terminated, and
+    the next document converts in a fresh process."""
+    async def scenario() -> tuple[int, float, int, int]:
+        bounded = BoundedProcess(1)
+        try:
+            first = await bounded.run(pid, timeout=60)
+            started = time.monotonic()
+            with pytest.raises(CallTimedOut, match="did not finish in 1 s"):
+                await bounded.run(sleep_for, 60, timeout=1)
+            stopped = time.monotonic() - started
+            return first, stopped, await bounded.run(sleep_for, 0, timeout=60), bounded.terminated
+        finally:
+            bounded.close()
+
+    first, stopped, second, terminated = run(scenario())
+    assert first != os.getpid() and second not in (first, os.getpid())
+    assert stopped < 30 and terminated == 1
+    # no workers: here
+    assert run(BoundedProcess(0).run(pid, timeout=1)) == os.getpid()
 
 
 def test_calls_run_in_another_process_once_the_workers_are_up() -> None:

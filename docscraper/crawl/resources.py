@@ -41,7 +41,7 @@ from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.schedule import LastmodWatch, RevisitPolicy
 from docscraper.crawl.signals import run_closing, run_opened
 from docscraper.crawl.target import CrawlTarget, open_target
-from docscraper.crawl.workers import WorkerProcesses
+from docscraper.crawl.workers import BoundedProcess, WorkerProcesses
 from docscraper.storage.backends import export_for_questions, load_crawl_embedder, open_state_store, open_vector_index
 from docscraper.storage.consistency import Verification, claim_index, reconcile
 from docscraper.storage.embedding import Embedder
@@ -113,6 +113,8 @@ class CrawlResources:
         self.mirror: Mirror | None = None
         # processes that parse fetched pages off the reactor (DOCSCRAPER_PARSE_WORKERS), started on first use
         self.parsers = WorkerProcesses(config.parse_workers, name="parse")
+        # the process that converts documents (docscraper.content.documents), each within a hard time limit
+        self.documents = BoundedProcess(min(1, config.parse_workers), name="document")
         self.opened = False
         self.open_error: str | None = None
         # the source's lock, once taken (the run's id, or its shared run's)
@@ -424,4 +426,5 @@ class CrawlResources:
             if self._embedder is not None:
                 self._embedder.close()
             self.parsers.close()
+            self.documents.close()
             self._stop_pools()

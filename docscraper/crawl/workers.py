@@ -22,7 +22,6 @@ so downloads, scope decisions and pipeline writes go on while pages are converte
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import multiprocessing
 import os
@@ -34,7 +33,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Logged", "WorkerCrashed", "WorkerProcesses", "replay", "run_logged"]
+__all__ = ["BoundedProcess", "CallTimedOut", "Logged", "WorkerCrashed", "WorkerProcesses", "replay", "run_logged"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +42,10 @@ T = TypeVar("T")
 
 class WorkerCrashed(RuntimeError):
     """A worker process died while running the call, twice."""
+
+
+class CallTimedOut(RuntimeError):
+    """A :class:`BoundedProcess` call did not finish in its time: its process was terminated."""
 
 
 @dataclass(frozen=True)
@@ -147,20 +150,15 @@ class WorkerProcesses:
             future.add_done_callback(self._warmed)
         logger.debug("Started %d %s worker process(es)", self.workers, self.name)
 
-    async def run(self, func: Callable[..., T], *args: Any, away: bool = False) -> T:
+    async def run(self, func: Callable[..., T], *args: Any) -> T:
         """``func(*args)`` in a worker process (*func* and the arguments must pickle), or in this thread
-        while the workers start, when there are none, or after :meth:`close`. With *away*, a call that would
-        hold the calling thread long (a whole document) waits for the workers to start instead; it runs here
-        only when there are none or they could not start."""
+        while the workers start, when there are none, or after :meth:`close`."""
         if self.workers == 0 or self._closed:
             self.here += 1
             return func(*args)
         if self._executor is None:
             self._start()
-        if not self.ready and away and not self.start_error:
-            with contextlib.suppress(Exception):  # a worker that cannot start: said by _warmed, run here
-                await asyncio.gather(*(asyncio.wrap_future(f) for f in self._warming))
-        if not self.ready or self._closed:
+        if not self.ready:
             self.here += 1
             return func(*args)
         self.in_workers += 1
@@ -206,3 +204,65 @@ class WorkerProcesses:
             # Python's exit handler for process pools, which then writes to a closed pipe (a traceback at exit)
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
+
+
+class BoundedProcess:
+    """One worker process for calls that may never end (a document whose one page hangs inside a C library):
+    a call gets a time limit, and a call past it terminates the process (``multiprocessing.Pool.terminate``, its
+    public way to stop workers) and raises :class:`CallTimedOut`; the next call starts a new process. Calls run
+    one at a time, so a limit is the call's own time, never its wait behind another. Started on first use
+    (``spawn``), it ends with the crawl's process however that ends. *workers* 0 runs every call here."""
+
+    def __init__(self, workers: int, name: str = "documents") -> None:
+        self.workers = workers
+        self.name = name
+        #: calls whose process was terminated for running past their limit
+        self.terminated = 0
+        self._pool: Any = None
+        self._lock: asyncio.Lock | None = None
+        self._closed = False
+
+    async def run(self, func: Callable[..., T], *args: Any, timeout: float) -> T:
+        """``func(*args)`` in the process, within *timeout* seconds (see the class docstring)."""
+        if self.workers == 0 or self._closed:
+            return func(*args)
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._pool is None:
+                context = multiprocessing.get_context("spawn")
+                self._pool = context.Pool(1, initializer=_exit_with, initargs=(os.getpid(),))
+            loop = asyncio.get_running_loop()
+            done: asyncio.Future[Logged[T]] = loop.create_future()
+
+            def settle(value: Any, error: BaseException | None = None) -> None:
+                if not done.done():
+                    if error is not None:
+                        done.set_exception(error)
+                    else:
+                        done.set_result(value)
+
+            self._pool.apply_async(run_logged, (func, *args),
+                                   callback=lambda value: loop.call_soon_threadsafe(settle, value),
+                                   error_callback=lambda exc: loop.call_soon_threadsafe(settle, None, exc))
+            try:
+                logged = await asyncio.wait_for(done, timeout)
+            except TimeoutError:
+                self.terminated += 1
+                pool, self._pool = self._pool, None
+                logger.warning("A %s call ran past %.0f s: its process is terminated", self.name, timeout)
+                await asyncio.to_thread(_terminate, pool)
+                raise CallTimedOut(f"did not finish in {timeout:g} s (its {self.name} process was stopped)") from None
+        replay(logged.records)
+        return logged.value
+
+    def close(self) -> None:
+        self._closed = True
+        if self._pool is not None:
+            _terminate(self._pool)
+            self._pool = None
+
+
+def _terminate(pool: Any) -> None:
+    pool.terminate()
+    pool.join()

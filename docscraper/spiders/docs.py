@@ -81,7 +81,7 @@ from docscraper.crawl.robots import RobotsTxtMiddleware
 from docscraper.crawl.scope import Refusal
 from docscraper.crawl.scope_middleware import ScopeMiddleware
 from docscraper.crawl.ssrf import REASON as SSRF_REASON
-from docscraper.crawl.workers import WorkerCrashed
+from docscraper.crawl.workers import CallTimedOut, WorkerCrashed
 from docscraper.items import PageItem, PageMetadata
 from docscraper.spiders.page_parser import FetchedPage, ParsedPage, header_robots, parse_fetched, response_kind
 from docscraper.storage.state import iso_utc, utcnow
@@ -91,6 +91,8 @@ __all__ = ["DocsSpider"]
 
 logger = logging.getLogger(__name__)
 
+#: how much longer than DOCSCRAPER_DOCUMENT_TIME_LIMIT a document's process may run before it is stopped
+_DOCUMENT_GRACE = 30.0
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain")
 _ERROR_STATUSES = list(range(400, 600))
 
@@ -507,8 +509,9 @@ class DocsSpider(scrapy.Spider):
 
     async def _parse_document(self, response: Response, kind: DocumentKind, *, pid: str, key: str, page_url: str,
                               finder: str, depth: int, fetched_at: str) -> AsyncIterator[Any]:
-        """A document (PDF, Word, notebook...: :mod:`docscraper.content.documents`), converted in a worker process
-        (never on the reactor thread: a 500-page PDF would stall every download). A document that cannot be
+        """A document (PDF, Word, notebook...: :mod:`docscraper.content.documents`), converted in a process of its
+        own (never on the reactor thread: a 500-page PDF would stall every download), within
+        ``DOCSCRAPER_DOCUMENT_TIME_LIMIT``. A document that cannot be
         indexed is refused with its reason; a page the index holds keeps its chunks (DESIGN rule 7), and the
         links stored from it lead the crawl on."""
         resources = self.run_resources()
@@ -518,10 +521,15 @@ class DocsSpider(scrapy.Spider):
                                 max_unpacked=cfg.document_max_unpacked, ocr=cfg.document_ocr,
                                 ocr_languages=cfg.document_ocr_languages)
         try:
-            converted = await resources.parsers.run(convert_document, kind.name, response.body, response.url, limits,
-                                                    away=True)
-        except WorkerCrashed as exc:
-            converted = ConvertedDocument(None, ("unreadableDocument", str(exc)))
+            # the conversion checks its time limit between pages; a page that hangs inside a library is cut by
+            # the process's own limit, a little longer
+            converted = await resources.documents.run(convert_document, kind.name, response.body, response.url,
+                                                      limits, timeout=limits.time_limit + _DOCUMENT_GRACE)
+        except CallTimedOut as exc:
+            converted = ConvertedDocument(None, ("unreadableDocument", f"the conversion {exc}"))
+        except Exception as exc:  # the process died on it (a crash in a C library, out of memory)
+            converted = ConvertedDocument(None, ("unreadableDocument", f"the conversion failed: "
+                                                                       f"{exc.__class__.__name__}: {exc}"[:300]))
         outcomes.count(f"documents/{kind.name}")
         if converted.extracted is None:
             reason, detail = converted.refusal or ("unreadableDocument", "no text")

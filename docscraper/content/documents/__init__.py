@@ -3,7 +3,8 @@
 A document the crawl reaches becomes a page of the index like any other: same identity, change detection,
 chunk ids and removal (DESIGN, "Documents"). This package decides what a response is (:func:`document_kind`,
 from its Content-Type and, where the server says no more than "binary", its extension) and converts it
-(:func:`convert_document`, a pure function of the bytes that the spider runs in its worker processes). Which
+(:func:`convert_document`, a pure function of the bytes that the spider runs in a process of its own,
+:class:`docscraper.crawl.workers.BoundedProcess`, which stops a call past its time limit). Which
 kinds are indexed is the setting ``DOCSCRAPER_DOCUMENT_TYPES`` (all of :data:`KINDS` by default).
 
 One module per format, each on a well-kept library through its public API:
