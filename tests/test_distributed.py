@@ -183,7 +183,7 @@ def test_a_worker_killed_midway_deletes_nothing_and_reports_its_stats(site: Docs
                                                                      crawl: Crawl, tmp_path: Path) -> None:
     first = crawl(f"{site.base_url}/docs/")
     stored_before = dict(pages(first.data_dir))
-    assert sum(1 for status in stored_before.values() if status == "active") == 34
+    assert sum(1 for status in stored_before.values() if status == "active") == 35
     site.reset_requests()
     slow_down(site.root, 0.5)
     run = "run-kill"
@@ -244,7 +244,7 @@ def test_a_worker_killed_midway_deletes_nothing_and_reports_its_stats(site: Docs
         k for k, v in stored_before.items() if v == "active"}
     done = {key for key, e in report["items"].items() if e["status"] == "success"}
     assert {k for k, v in stored_before.items() if v == "active"} <= done
-    assert report["stats"]["success.unchanged"] == 34
+    assert report["stats"]["success.unchanged"] == 35
     # the killed worker's Scrapy stats are in the run's, as of its last heartbeat, and the report says so
     assert report["scrapy"]["scheduler/dequeued/redis"] == survivor_dequeued[0] + victim_dequeued
     distributed = report["discovery"]["distributed"]
@@ -348,7 +348,7 @@ def test_two_workers_index_into_one_chroma_server(site: DocsServer, redis_server
         assert "Traceback" not in log, log[-5000:]
     (path,) = run_reports(data_dir)
     report = json.loads(path.read_text())
-    assert report["stats"]["success.new"] == 34
+    assert report["stats"]["success.new"] == 35
     index = ChromaIndex(url=chroma_server.url)
     try:
         got = index.collection.get(include=["metadatas"])

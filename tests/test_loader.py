@@ -18,7 +18,7 @@ from tests.mockserver import DocsServer
 
 pytestmark = pytest.mark.crawl
 
-ALL_PAGES = 34  # the pages of /docs/ the crawl indexes (tests/test_index.py)
+ALL_PAGES = 35  # the pages of /docs/ the crawl indexes, the PDF among them (tests/test_index.py)
 
 
 def test_import_is_light() -> None:

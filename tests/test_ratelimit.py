@@ -509,7 +509,7 @@ def test_repeated_429s_abort_the_run_and_keep_everything(site: DocsServer, crawl
     assert first.report["result"] == "partial"  # the fixture's 404 and 500 pages
     before = _pages_table(first)
     active = {k for k, (status, *_) in before.items() if status == "active"}
-    assert len(active) == 34
+    assert len(active) == 35
     chunks_before = ChromaIndex(path=first.data_dir / "chroma").collection.count()
     assert chunks_before > 0
     # Every page (and every route the fixture had) answers 429 now; discovery files still answer.

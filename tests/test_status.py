@@ -384,7 +384,7 @@ def test_watchdog_closes_a_stalled_crawl_as_aborted_and_keeps_every_page(
     db = sqlite3.connect(result.data_dir / "state.db")
     statuses = Counter(status for (status,) in db.execute("SELECT status FROM pages"))
     db.close()
-    assert statuses["active"] == 34 and statuses["removed"] == 0
+    assert statuses["active"] == 35 and statuses["removed"] == 0
     (final,) = status_json(result.data_dir)
     assert (final["state"], final["result"], final["close_reason"]) == ("finished", "aborted", "stalled")
 
