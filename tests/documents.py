@@ -15,10 +15,13 @@ Page = tuple[str | None, Sequence[str]]
 
 
 def pdf_file(pages: Sequence[Page], *, outline: bool = True, title: str | None = None,
-             user_password: str | None = None, heading_size: int = 18, table: Sequence[Sequence[str]] = ()) -> bytes:
+             user_password: str | None = None, heading_size: int = 18, table: Sequence[Sequence[str]] = (),
+             numbered: bool = False) -> bytes:
     """A PDF with one page per entry of *pages*: the heading in a larger bold font (an outline entry for it with
     *outline*), the lines below it; *table* is drawn as rows of cells on the last page; *user_password*
-    encrypts it (an empty one: it opens without a password)."""
+    encrypts it (an empty one: it opens without a password); *numbered* sets a section number (``N.1.N``) before
+    each heading on the page, which its outline entry does not have, as Texinfo and LaTeX manuals do, and points
+    the entry just below the heading's baseline."""
     from reportlab.lib import pdfencrypt
     from reportlab.pdfgen import canvas
 
@@ -32,9 +35,12 @@ def pdf_file(pages: Sequence[Page], *, outline: bool = True, title: str | None =
         y = 760.0
         if heading:
             pdf.setFont("Helvetica-Bold", heading_size)
-            pdf.drawString(72, y, heading)
+            pdf.drawString(72, y, f"{number}.1.{number} {heading}" if numbered else heading)
             if outline:
-                pdf.bookmarkPage(f"page{number}")
+                if numbered:  # the destination just below the heading's baseline, where some manuals' point
+                    pdf.bookmarkPage(f"page{number}", fit="XYZ", left=0, top=y - 2)
+                else:
+                    pdf.bookmarkPage(f"page{number}")
                 pdf.addOutlineEntry(heading, f"page{number}", level=0)
             y -= heading_size * 2
         pdf.setFont("Helvetica", 11)

@@ -105,6 +105,18 @@ def test_pdf_outline_becomes_headings_on_their_pages() -> None:
     assert markdown.count("Chapter 1 Install") == 1
 
 
+def test_pdf_numbered_section_line_becomes_its_heading_and_no_text_is_lost() -> None:
+    """A manual's section line is "7.3.1 Loading data" where its outline says "Loading data": the heading replaces
+    that line, and a body line that merely ends with the title's words stays text."""
+    body = pdf_file([("Loading data", ["Packages ship data sets.", "Read them before loading data"]),
+                     ("Null objects", ["There is one null object.", "You cannot set attributes on null objects"])],
+                    numbered=True)
+    markdown = markdown_of("pdf", body)
+    assert "1.1.1" not in markdown and "2.1.2" not in markdown
+    assert markdown.index("# Loading data") < markdown.index("Packages ship data sets.")
+    assert "Read them before loading data" in markdown and "You cannot set attributes on null objects" in markdown
+
+
 def test_pdf_title_from_metadata_else_first_heading_else_file_name() -> None:
     assert converted("pdf", manual(2, title="Relay Operations Manual")).extracted.title == "Relay Operations Manual"  # type: ignore[union-attr]
     # reportlab's "untitled" is a placeholder: the heading set largest on the first page is the title

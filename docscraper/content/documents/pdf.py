@@ -16,8 +16,9 @@ What a PDF becomes:
   its only structure;
 * **running headers and footers** (a first or last line that recurs, digits aside, on a third of the pages) and
   dot leaders of tables of contents are dropped; lines are kept as lines, paragraphs split where the vertical gap
-  between lines is larger than the line height; a word hyphenated at a line's end is joined again;
-* **title**: the document's metadata ``Title``, else the first outline entry or heading, else the file name.
+  between lines is larger than their font size allows; a word hyphenated at a line's end is joined again;
+* **title**: the document's metadata ``Title`` (not a writer's placeholder such as ``untitled``), else the line set
+  in the largest font on its first page with text, else its first heading, else the file name.
 
 PDFium cannot tell a table from text laid out in columns, so tables are text lines. A page without a text layer
 (a scan) is read by Tesseract when ``DOCSCRAPER_DOCUMENT_OCR`` is on and the ``tesseract`` command is installed
@@ -72,7 +73,6 @@ class _Line:
     text: str
     size: float  # font size of its first character, points
     top: float  # top of its first character, PDF units (y grows upwards)
-    height: float
     paragraph: bool = False  # starts a paragraph (OCR: after a blank line), where there are no positions
 
 
@@ -114,12 +114,11 @@ def _page_lines(document: pdfium.PdfDocument, index: int) -> list[_Line]:
                 stripped = raw.strip()
                 if stripped:
                     first = position + (len(raw) - len(raw.lstrip()))
-                    size, top, height = 0.0, 0.0, 0.0
+                    size, top = 0.0, 0.0
                     if exact and first < count:
                         size = float(pdfium_c.FPDFText_GetFontSize(textpage.raw, first))
-                        _left, bottom, _right, top = textpage.get_charbox(first)
-                        height = max(0.0, top - bottom)
-                    lines.append(_Line(" ".join(stripped.split()), round(size, 1), top, height))
+                        top = textpage.get_charbox(first)[3]
+                    lines.append(_Line(" ".join(stripped.split()), round(size, 1), top))
                 position += len(raw)
             return lines
         finally:
@@ -160,7 +159,7 @@ def _ocr_lines(document: pdfium.PdfDocument, index: int, tesseract: str, languag
     for raw in text.splitlines():
         stripped = " ".join(raw.split())
         if stripped:
-            lines.append(_Line(stripped, 0.0, 0.0, 0.0, paragraph=blank))
+            lines.append(_Line(stripped, 0.0, 0.0, paragraph=blank))
         blank = not stripped
     return lines
 
@@ -200,10 +199,12 @@ def _words(text: str) -> list[str]:
     return [w.casefold() for w in _WORDS_RE.findall(text)]
 
 
-def _place_outline(pages: list[list[_Line]], outline: list[tuple[int, str, int, float | None]]) -> dict[int, list[tuple[int, int, str]]]:
-    """Where each outline entry goes: page index -> [(line index, level, title)], the line the heading stands
-    before (and replaces, when that line is the title)."""
-    placed: dict[int, list[tuple[int, int, str]]] = {}
+def _place_outline(pages: list[list[_Line]], outline: list[tuple[int, str, int, float | None]]
+                   ) -> dict[int, list[tuple[int, int, str, bool]]]:
+    """Where each outline entry goes: page index -> [(line index, level, title, replaces)], the line the heading
+    stands before, and whether it replaces that line (the line is the title, a section number before it
+    allowed)."""
+    placed: dict[int, list[tuple[int, int, str, bool]]] = {}
     for level, title, index, top in outline:
         lines = pages[index]
         at = placed.setdefault(index, [])
@@ -212,15 +213,21 @@ def _place_outline(pages: list[list[_Line]], outline: list[tuple[int, str, int, 
         where = None
         for k in range(start, len(lines)):
             words = _words(lines[k].text)
-            if want and (words == want or (len(words) > len(want) and words[-len(want):] == want
-                                           and len(words) - len(want) <= 2)):
+            if want and words[-len(want):] == want and _numbering(words[:-len(want)]):
                 where = k
                 break
+        replaces = where is not None
         if where is None and top is not None:
             # the first line at or below the destination's top (a small tolerance for the line's own height)
             where = next((k for k in range(start, len(lines)) if lines[k].top <= top + 1.0), len(lines))
-        at.append((start if where is None else where, min(level + 1, 6), title))
+        at.append((start if where is None else where, min(level + 1, 6), title, replaces))
     return placed
+
+
+def _numbering(words: list[str]) -> bool:
+    """Whether *words*, before a heading's title on its line, are a section number (``1.1.3``, ``A.2``,
+    ``Chapter 4``: one or two words, or any number of digits and single letters), or nothing."""
+    return len(words) <= 2 or all(word.isdigit() or len(word) == 1 for word in words)
 
 
 def _inferred_headings(pages: list[list[_Line]]) -> dict[float, int]:
@@ -246,12 +253,13 @@ def _heading_text(text: str) -> str:
     return text.replace("#", "\\#").strip()
 
 
-def _render_page(lines: list[_Line], headings: list[tuple[int, int, str]], by_size: dict[float, int],
+def _render_page(lines: list[_Line], headings: list[tuple[int, int, str, bool]], by_size: dict[float, int],
                  running: set[str]) -> list[str]:
     out: list[str] = []
     before: dict[int, list[tuple[int, str]]] = {}
-    for where, level, title in headings:
+    for where, level, title, _replaces in headings:
         before.setdefault(where, []).append((level, title))
+    replaced = {where for where, _level, _title, replaces in headings if replaces}
     previous: _Line | None = None
     joined = False  # the previous line ended with a word PDFium marked as hyphenated
     for k in range(len(lines) + 1):
@@ -263,8 +271,7 @@ def _render_page(lines: list[_Line], headings: list[tuple[int, int, str]], by_si
         line = lines[k]
         if (k == 0 or k == len(lines) - 1) and len(lines) >= 3 and _DIGITS_RE.sub("#", line.text) in running:
             continue
-        titled = before.get(k)
-        if titled and _words(titled[-1][1]) and _words(line.text)[-len(_words(titled[-1][1])):] == _words(titled[-1][1]):
+        if k in replaced:
             continue  # the line the outline's heading repeats
         soft_end = line.text[-1:] in _SOFT_HYPHENS
         text = _CONTROL_RE.sub("", _BULLET_RE.sub("- ", _LEADER_RE.sub(" … ", line.text))).replace("\u00ad", "").strip()
