@@ -66,6 +66,7 @@ from scrapy.http import Headers, Response
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.asyncio import run_in_thread
 
+from docscraper.content.documents import KINDS
 from docscraper.crawl.resources import CrawlResources
 from docscraper.crawl.scope import Refusal
 from docscraper.urls import scope_prefix
@@ -90,13 +91,8 @@ _TYPES = {
     ".txt": "text/plain",
     ".xml": "application/xml",
     ".gz": "application/gzip",
-    # documents (docscraper.content.documents): the spider converts those DOCSCRAPER_DOCUMENT_TYPES names
-    ".pdf": "application/pdf",
-    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ".ipynb": "application/x-ipynb+json",
-    ".epub": "application/epub+zip",
-    ".rst": "text/x-rst",
-    ".rest": "text/x-rst",
+    # documents: the spider converts those DOCSCRAPER_DOCUMENT_TYPES names (docscraper.content.documents)
+    **{extension: kind.content_type for kind in KINDS.values() for extension in kind.extensions},
 }
 _INDEX_FILES = ("index.html", "index.htm", "index.md")
 #: The most entries a folder listing names
@@ -200,7 +196,9 @@ def _listing(url: str, path: str, root_real: str | None) -> LocalRead:
         with os.scandir(path) as entries:
             names: list[str] = []
             for entry in entries:
-                if len(names) >= MAX_LISTED or entry.name.startswith("."):
+                if len(names) >= MAX_LISTED:
+                    break
+                if entry.name.startswith("."):
                     continue
                 real = os.path.realpath(entry.path)
                 if root_real is not None and not _inside(real, root_real):

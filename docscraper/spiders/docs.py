@@ -498,10 +498,7 @@ class DocsSpider(scrapy.Spider):
             fetched_at=fetched_at,
         )
         item.metadata.links = links
-        item.metadata.sitemap_lastmod = meta.get("docscraper_lastmod")
-        item.metadata.revisit = meta.get("docscraper_revisit")
-        if meta.get("redirect_urls"):
-            item.metadata.redirects = [*meta["redirect_urls"], response.url]
+        self._fetched(item, response)
         item.rendered = rendered
         item.needs_rendering = extracted.has_scripts_only and not rendered
         item.hash_routes = hash_routes
@@ -552,11 +549,18 @@ class DocsSpider(scrapy.Spider):
                           http_status=response.status, content_type=kind.content_type,
                           etag=_header(response, b"ETag") or None,
                           last_modified=_header(response, b"Last-Modified") or None, fetched_at=fetched_at)
-        item.metadata.sitemap_lastmod = response.meta.get("docscraper_lastmod")
-        item.metadata.revisit = response.meta.get("docscraper_revisit")
-        if response.meta.get("redirect_urls"):
-            item.metadata.redirects = [*response.meta["redirect_urls"], response.url]
+        self._fetched(item, response)
         yield item
+
+    @staticmethod
+    def _fetched(item: PageItem, response: Response) -> None:
+        """What the fetch says of a page's item: the sitemap's ``<lastmod>``, why a due-only run fetched it, and the
+        redirect chain that led to it."""
+        meta = response.meta
+        item.metadata.sitemap_lastmod = meta.get("docscraper_lastmod")
+        item.metadata.revisit = meta.get("docscraper_revisit")
+        if meta.get("redirect_urls"):
+            item.metadata.redirects = [*meta["redirect_urls"], response.url]
 
     @staticmethod
     def _as_requested(response: Response) -> Response:
