@@ -21,6 +21,7 @@ from urllib.parse import unquote_to_bytes, urlsplit
 from scrapy.settings import BaseSettings
 
 from docscraper._version import USER_AGENT, __version__
+from docscraper.credentials import CREDENTIAL_KINDS, CredentialError, CredentialRefs, parse_reference
 from docscraper.secrets import check_no_credentials
 
 __all__ = [
@@ -420,6 +421,11 @@ class DocscraperConfig:
     ``DOCSCRAPER_SERVER_MAX_CRAWLS`` (2 crawls running at once started by a server; 0: no cap),
     ``DOCSCRAPER_SERVER_RATE_LIMIT`` (120 requests a minute per client over HTTP; 0: no limit). The token a
     server bound off loopback requires comes from the environment (``DOCSCRAPER_SERVER_TOKEN``), never a setting.
+    ``DOCSCRAPER_SERVER_CREDENTIALS``: the credential references (``env:NAME``, ``file:NAME``) a server's client
+    may give a source it adds (none by default: a client could otherwise send any variable to a site it names).
+
+    Private sources (:mod:`docscraper.credentials`): ``DOCSCRAPER_SECRETS_DIR`` (``~/.config/docscraper/secrets``:
+    the folder of the files that ``file:NAME`` credential references name; each must be private, mode 600).
 
     Background crawls (:mod:`docscraper.ops.launch`, the MCP server's ``recrawl_source``):
     ``DOCSCRAPER_SCRAPYD_URL`` (unset: a detached ``scrapy crawl`` process on this machine; set: scheduled
@@ -487,6 +493,8 @@ class DocscraperConfig:
     webhook_timeout: float = 10.0
     server_allowed_folders: tuple[Path, ...] = ()
     server_allowed_hosts: tuple[str, ...] = ()
+    server_credentials: tuple[str, ...] = ()
+    secrets_dir: Path | None = None
     server_max_crawls: int = 2
     server_rate_limit: int = 120
     heartbeat_timeout: float = 60.0
@@ -638,6 +646,10 @@ class DocscraperConfig:
                 "DOCSCRAPER_SERVER_ALLOWED_FOLDERS", settings.get("DOCSCRAPER_SERVER_ALLOWED_FOLDERS")
             ),
             server_allowed_hosts=_entries(settings.get("DOCSCRAPER_SERVER_ALLOWED_HOSTS")),
+            server_credentials=_references("DOCSCRAPER_SERVER_CREDENTIALS",
+                                           settings.get("DOCSCRAPER_SERVER_CREDENTIALS")),
+            secrets_dir=(Path(str(settings.get("DOCSCRAPER_SECRETS_DIR"))).expanduser()
+                         if settings.get("DOCSCRAPER_SECRETS_DIR") else None),
             server_max_crawls=_positive_int(
                 "DOCSCRAPER_SERVER_MAX_CRAWLS", settings.get("DOCSCRAPER_SERVER_MAX_CRAWLS", 2), allow_zero=True
             ),
@@ -772,8 +784,20 @@ def _no_credentials(url: str, what: str) -> None:
         raise ConfigError(str(exc)) from None
 
 
+#: The spider arguments that name a private source's credentials (:mod:`docscraper.credentials`).
+CREDENTIAL_ARGS = {f"auth_{kind}": kind for kind in CREDENTIAL_KINDS}
+
+def _references(name: str, value: Any) -> tuple[str, ...]:
+    """Credential references in a setting (a list, or a comma-separated string), in canonical form."""
+    try:
+        return tuple(dict.fromkeys(parse_reference(entry, name) for entry in _entries(value)))
+    except CredentialError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 _KNOWN_ARGS = {
     "source", "allow", "block", "max_depth", "max_pages", "llms_txt", "full", "due", "save_dir", "render", "run",
+    *CREDENTIAL_ARGS,
 }
 # Scrapyd passes every job's id as a spider argument (-a _job=<id>).
 _SCRAPYD_JOB_ARG = "_job"
@@ -808,6 +832,9 @@ class CrawlArgs:
     source's stored ``render`` otherwise; :mod:`docscraper.crawl.rendering`).
     ``_job`` is the id Scrapyd gives a job it runs (``scrapyd_job``, in the report as ``scrapydJob``).
     ``run`` is the run id shared by the workers of a distributed run (``settings.distributed`` only).
+    ``auth_headers``, ``auth_basic``, ``auth_cookies`` name where a private source's credentials are kept
+    (``env:NAME`` or ``file:NAME``; :mod:`docscraper.credentials`): for this run, and stored with a source this
+    crawl of a URL creates; never the values.
     """
 
     source: str
@@ -823,6 +850,7 @@ class CrawlArgs:
     render: str | None = None
     scrapyd_job: str | None = None
     run: str | None = None
+    credentials: CredentialRefs = field(default_factory=CredentialRefs)
 
     @property
     def is_url(self) -> bool:
@@ -878,6 +906,12 @@ class CrawlArgs:
         overrides = frozenset(
             k for k in ("allow", "block", "max_depth", "max_pages", "llms_txt") if kwargs.get(k) is not None
         )
+        try:
+            credentials = CredentialRefs.parse({kind: kwargs.get(arg) for arg, kind in CREDENTIAL_ARGS.items()})
+        except CredentialError as exc:
+            raise ConfigError(str(exc)) from None
+        if credentials and source.startswith("file:"):
+            raise ConfigError("auth_* credentials apply to http(s) sources, not to a folder's files")
         return cls(
             source=source,
             allow=parse_globs("allow", kwargs.get("allow")),
@@ -892,4 +926,5 @@ class CrawlArgs:
             render=render,
             scrapyd_job=str(kwargs[_SCRAPYD_JOB_ARG]) if kwargs.get(_SCRAPYD_JOB_ARG) else None,
             run=_run_id(kwargs.get("run")),
+            credentials=credentials,
         )

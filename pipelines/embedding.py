@@ -2,7 +2,9 @@
 
 A chunk whose text did not change since the page was last indexed keeps its vector: the page's stored
 chunks are looked up by ``chunk_hash`` and their vectors read back from the index (not for a page marked
-by ``scrapy reindex``, ``metadata.force``: all of its chunks are embedded again). The others are queued;
+by ``scrapy reindex``, ``metadata.force``: all of its chunks are embedded again). A source that is a version of
+a library (:mod:`docscraper.storage.libraries`) also takes the vector of a chunk of the same text from the
+library's other versions (``embeddings_shared``, counted among ``embeddings_reused`` too). The others are queued;
 the queue goes to the model (on the run's ``model`` thread) when it holds :data:`CALL_MIN` texts, when its
 oldest text has waited ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS``, or when the previous call finishes with texts
 waiting. A call takes the texts queued by the time the model is ready (so the first call, made while the
@@ -12,7 +14,8 @@ texts of a call by length, so a large call pads little. Pages from many response
 and parsing go on while the model works.
 
 Settings: ``DOCSCRAPER_INDEX_ENABLED``, ``DOCSCRAPER_EMBEDDING_*``. Stats:
-``docscraper/embeddings_computed``, ``docscraper/embeddings_reused``, ``docscraper/embedding_batches``.
+``docscraper/embeddings_computed``, ``docscraper/embeddings_reused``, ``docscraper/embeddings_shared``,
+``docscraper/embedding_batches``.
 """
 
 from __future__ import annotations
@@ -72,10 +75,19 @@ class EmbeddingPipeline(RunPipeline):
         by_hash = {} if item.metadata.force else {h: cid for cid, h in previous.items() if h}
         reusable = [by_hash[c.chunk_hash] for c in item.chunks if c.chunk_hash in by_hash]
         stored = await resources.call("index", index.vectors_for, reusable) if reusable else {}
+        # the other versions of the source's library: a chunk of the same text there has its vector already
+        shared: dict[str, Any] = {}
+        others = [c.chunk_hash for c in item.chunks if c.chunk_hash and stored.get(by_hash.get(c.chunk_hash, "")) is None]
+        if others and resources.siblings and not item.metadata.force:
+            shared = await resources.call("index", index.vectors_by_hash, others, resources.siblings)
         vectors: list[Any] = []
         waiting: list[tuple[int, Deferred[Any]]] = []
         for position, chunk in enumerate(item.chunks):
             vector = stored.get(by_hash.get(chunk.chunk_hash, ""))
+            if vector is None:
+                vector = shared.get(chunk.chunk_hash)
+                if vector is not None:
+                    self.outcomes.count("embeddings_shared")
             if vector is not None:
                 vectors.append(vector)
                 continue

@@ -33,6 +33,10 @@ DOCSCRAPER_MAX_DELETE_RATIO = 0.5
 DOCSCRAPER_GONE_AFTER = 2
 DOCSCRAPER_SSRF_GUARD_ENABLED = True
 DOCSCRAPER_SSRF_ALLOWED_HOSTS: list[str] = []
+# Private sources (docscraper.credentials): the folder of the files file:NAME credential references name (each
+# mode 600); the references a server's client may give a source (none: clients name no credentials).
+DOCSCRAPER_SECRETS_DIR = os.environ.get("DOCSCRAPER_SECRETS_DIR") or "~/.config/docscraper/secrets"
+DOCSCRAPER_SERVER_CREDENTIALS: list[str] = []
 # The Markdown mirror's folder (docscraper.storage.mirror); -a save_dir=DIR wins. Unset: no mirror.
 DOCSCRAPER_SAVE_DIR = os.environ.get("DOCSCRAPER_SAVE_DIR") or None
 # Where the MCP server's recrawl_source starts crawls (docscraper.ops.launch): unset, a detached
@@ -125,6 +129,9 @@ DOWNLOADER_MIDDLEWARES = {
     "docscraper.crawl.robots.RobotsTxtMiddleware": 100,
     # If-None-Match / If-Modified-Since from the state, for pages the index holds (304 = unchanged)
     "docscraper.crawl.conditional.ConditionalRequestMiddleware": 450,
+    # a private source's credentials on its own origin's requests only; after CookiesMiddleware (700), whose
+    # Cookie header it adds to on that origin and takes its cookies out of elsewhere
+    "docscraper.crawl.auth.CredentialsMiddleware": 720,
     # Retry-After pauses, Crawl-delay, stop on repeated 429s; between RetryMiddleware (550) and the
     # downloader, so it sees a 429 before it is retried.
     "docscraper.crawl.ratelimit.RateLimitMiddleware": 560,

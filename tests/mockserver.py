@@ -210,6 +210,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.BAD_REQUEST, _error_page(400, "Invalid path."), head=head)
             return
 
+        if not docs.authorized(self.headers):
+            self._send(HTTPStatus.UNAUTHORIZED, _error_page(401, "Credentials required."), head=head,
+                       headers={"WWW-Authenticate": 'Basic realm="docs"'})
+            return
+
         route = docs._routes().get(path)
         if route is not None and docs._use_route(path, route):
             self._serve_route(route, head=head)
@@ -323,6 +328,9 @@ class DocsServer:
         #: ``time.monotonic()`` when each request of :attr:`requests` arrived (same index).
         self.request_times: list[float] = []
         self._route_uses: dict[str, int] = {}
+        #: ``(header name, value)`` a request must carry to be served (401 otherwise); ``("Cookie", "a=b")``
+        #: needs that cookie among others. None: no credentials needed (:meth:`require`).
+        self.required: tuple[str, str] | None = None
         self._held: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self._httpd = _Server((host, port), self)
@@ -368,6 +376,25 @@ class DocsServer:
             self._httpd.serve_forever()
         finally:
             self._httpd.server_close()
+
+    # --- credentials --------------------------------------------------------------------------------
+
+    def require(self, name: str | None, value: str = "") -> None:
+        """Answer 401 to every request without header *name* set to *value* (``Cookie``: holding the cookie
+        *value*, ``name=value``); None serves everyone again."""
+        self.required = (name, value) if name else None
+
+    def authorized(self, headers: Any) -> bool:
+        required = self.required
+        if required is None:
+            return True
+        name, value = required
+        given = headers.get(name)
+        if given is None:
+            return False
+        if name.lower() == "cookie":
+            return value in [part.strip() for part in given.split(";")]
+        return bool(given == value)
 
     # --- inspection ---------------------------------------------------------------------------------
 

@@ -41,7 +41,8 @@ from docscraper.storage.vectors import ChromaIndex, forget_persistent_clients, p
 from tests.conftest import ROOT
 from tests.mockserver import DocsServer
 
-TOOLS = {"add_source", "list_sources", "crawl_status", "recrawl_source", "reindex_page", "search_docs"}
+TOOLS = {"add_source", "list_sources", "list_libraries", "crawl_status", "recrawl_source", "reindex_page",
+         "search_docs"}
 QUESTIONS: list[dict[str, Any]] = json.loads((Path(__file__).parent / "questions.json").read_text(encoding="utf-8"))
 # Generous: a crawl of the fixture site with the model loaded takes well under a minute on two cores.
 CRAWL_DEADLINE = 600.0

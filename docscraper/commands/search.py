@@ -42,6 +42,11 @@ class Command(ToolCommand):
         parser.add_argument("-k", type=whole_number(1, MAX_K), default=5, metavar="N",
                             help=f"how many results (default 5, at most {MAX_K})")
         parser.add_argument("--source", help="only this source's pages")
+        parser.add_argument("--library", help="only this library's pages, at its latest version unless --version")
+        parser.add_argument("--version", dest="library_version", metavar="VERSION",
+                            help="with --library: this version of it")
+        parser.add_argument("--all-versions", action="store_true",
+                            help="read every version of each library (one answer may then mix versions)")
         parser.add_argument("--all-chunks", action="store_true", help="allow several chunks of one page")
         parser.add_argument("--images", action="store_true", help="list each result page's images")
         parser.add_argument("--aliases", action="store_true",
@@ -66,10 +71,11 @@ class Command(ToolCommand):
             try:
                 results = searcher.search(args[0], k=opts.k, source=opts.source,
                                           per_page=None if opts.all_chunks else 1, with_images=opts.images,
-                                          with_aliases=opts.aliases)
+                                          with_aliases=opts.aliases, library=opts.library,
+                                          version=opts.library_version, all_versions=opts.all_versions)
             finally:
                 searcher.close()
-        except (ConfigError, EmbeddingError, IndexError_, ModelMismatch, StateError, ValueError) as exc:
+        except (ConfigError, EmbeddingError, IndexError_, ModelMismatch, StateError, ValueError, LookupError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             self.exitcode = 1
             return
@@ -84,6 +90,8 @@ class Command(ToolCommand):
             if r.page_number is not None:
                 where += f" (page {r.page_number}" + (f"-{r.page_end}" if r.page_end and r.page_end != r.page_number
                                                       else "") + ")"
+            if r.library:
+                where += f"  [{r.library} {r.version}]"
             print(f"{r.rank}. [{r.score:.3f}] {where}\n   {r.url}")
             if r.aliases:
                 print(f"   also at: {', '.join(r.aliases)}")

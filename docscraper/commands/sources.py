@@ -16,6 +16,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from docscraper.config import ConfigError
+from docscraper.credentials import CredentialError, CredentialRefs
 from docscraper.ops.cli import ToolCommand
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Command(ToolCommand):
 
     def syntax(self) -> str:
         return ("add NAME URL [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--llms-txt URL] "
+                "[--auth-headers|--auth-basic|--auth-cookies env:NAME|file:NAME] [--library LIB [--version V] [--latest]] "
                 "| list | show NAME | remove NAME --yes  [--json]")
 
     def short_desc(self) -> str:
@@ -70,6 +72,18 @@ class Command(ToolCommand):
         parser.add_argument("--max-pages", metavar="N", help="add: at most N pages per crawl")
         parser.add_argument("--llms-txt", metavar="URL", help="add: an llms.txt auto-detection cannot find")
         parser.add_argument("--render", metavar="MODE", help="add: js renders pages in Chromium; none (default)")
+        parser.add_argument("--auth-headers", metavar="REF",
+                            help="add: request headers of a private site, 'Name: value' lines kept in env:NAME or "
+                                 "file:NAME (DOCSCRAPER_SECRETS_DIR); the reference is stored, never the value")
+        parser.add_argument("--auth-basic", metavar="REF", help="add: HTTP basic auth 'user:password' in env:NAME "
+                                                                "or file:NAME")
+        parser.add_argument("--auth-cookies", metavar="REF", help="add: cookies (a Netscape cookies.txt, or "
+                                                                  "'name=value; ...') in env:NAME or file:NAME")
+        parser.add_argument("--library", help="add: the library this source is a version of")
+        parser.add_argument("--version", dest="library_version", metavar="VERSION",
+                            help="add: its version (default: the version its URL names, such as /en/5.0/)")
+        parser.add_argument("--latest", action="store_true",
+                            help="add: searches of the library read this version unless told (default: the highest)")
         parser.add_argument("--no-probe", action="store_true", help="add: store without probing the site")
         parser.add_argument("--yes", action="store_true", help="remove: confirm")
 
@@ -86,7 +100,8 @@ class Command(ToolCommand):
             usage = {"add": "add NAME URL", "list": "list", "show": "show NAME", "remove": "remove NAME --yes"}
             return self.fail(f"usage: scrapy sources {usage[action]}", 2)
         if action != "add" and (opts.allow or opts.block or opts.max_depth or opts.max_pages or opts.llms_txt
-                                or opts.render or opts.no_probe):
+                                or opts.render or opts.no_probe or opts.auth_headers or opts.auth_basic
+                                or opts.auth_cookies or opts.library or opts.library_version or opts.latest):
             return self.fail(f"scope options go with add, not {action}", 2)
         # the registry is imported here, not with the module: Scrapy imports every command module to list them
         from docscraper.ops.sources import SourceError, get_source_info
@@ -112,11 +127,17 @@ class Command(ToolCommand):
         from docscraper.ops.sources import add_source
 
         assert self.settings is not None
+        try:
+            credentials = CredentialRefs.parse({"headers": opts.auth_headers, "basic": opts.auth_basic,
+                                                "cookies": opts.auth_cookies})
+        except CredentialError as exc:
+            raise ConfigError(str(exc)) from None
         info, probe = add_source(
             config, name, url, allow=opts.allow, block=opts.block, max_depth=opts.max_depth,
             max_pages=opts.max_pages, llms_txt=opts.llms_txt, render=opts.render, probe=not opts.no_probe,
             timeout=min(float(self.settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
-            user_agent=config.user_agent(self.settings),
+            user_agent=config.user_agent(self.settings), credentials=credentials,
+            library=opts.library, version=opts.library_version, latest=opts.latest,
         )
         if opts.json:
             self.print_json({"source": info.as_dict(), "probe": probe.as_dict() if probe else None})
@@ -127,6 +148,11 @@ class Command(ToolCommand):
         adopted = f" (adopted, with the {info.pages} pages an earlier crawl stored)" if info.last_run else ""
         print(f"Added source {info.name}: {info.url}{adopted}")
         print(f"  scope   {info.scope.get('prefix')} ({scope_text(info.scope)})")
+        if credentials:
+            print(f"  credentials  {credentials.describe()} (read when a crawl starts; sent to its origin only)")
+        if info.scope.get("library"):
+            print(f"  library {info.scope['library']} {info.scope['version']}"
+                  + (" (latest)" if info.scope.get("latest") else ""))
         print(f"Crawl it with: scrapy recrawl {info.name}")
 
     def _list(self, config: DocscraperConfig, opts: argparse.Namespace) -> None:
@@ -139,14 +165,27 @@ class Command(ToolCommand):
         if not infos:
             print("No sources. Add one with: scrapy sources add NAME URL")
             return
-        rows = [("NAME", "URL", "PAGES", "CHUNKS", "LAST RUN", "RESULT", "SCOPE")]
+        libraries = any(i.scope.get("library") for i in infos)
+        rows: list[tuple[str, ...]] = [("NAME", "LIBRARY", "URL", "PAGES", "CHUNKS", "LAST RUN", "RESULT", "SCOPE")]
+        # grouped by library (newest version first), then the sources of no library
+        from docscraper.storage.libraries import version_order
+
+        infos = sorted(infos, key=lambda i: version_order(str(i.scope.get("version") or "")), reverse=True)
+        infos.sort(key=lambda i: (not i.scope.get("library"), str(i.scope.get("library") or ""),
+                                  "" if i.scope.get("library") else i.name))
         for i in infos:
             when, result = _run_text(i.last_run)
             name = i.name if i.registered else f"{i.name}*"
-            rows.append((name, i.url, str(i.pages), str(i.chunks), when, result, scope_text(i.scope)))
+            library = (f"{i.scope['library']} {i.scope.get('version')}" + ("*" if i.scope.get("latest") else "")
+                       if i.scope.get("library") else "-")
+            rows.append((name, library, i.url, str(i.pages), str(i.chunks), when, result, scope_text(i.scope)))
+        if not libraries:  # the LIBRARY column only where a source has one
+            rows = [row[:1] + row[2:] for row in rows]
         widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]) - 1)]
         for row in rows:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+        if any(i.scope.get("latest") for i in infos):
+            print("LIBRARY *: the version a search reads unless told (else the highest)")
         if any(not i.registered for i in infos):
             print("* created by a crawl of its URL; register it with: scrapy sources add NAME URL")
 
@@ -159,6 +198,11 @@ class Command(ToolCommand):
         print(f"url         {info.url}")
         print("registered  " + ("yes" if info.registered else "no (created by a crawl of its URL)"))
         print(f"scope       {info.scope.get('prefix')} ({scope_text(info.scope)})")
+        if info.scope.get("library"):
+            print(f"library     {info.scope['library']} {info.scope.get('version')}"
+                  + (" (latest)" if info.scope.get("latest") else ""))
+        if info.scope.get("auth"):
+            print("credentials " + ", ".join(f"{kind} from {ref}" for kind, ref in dict(info.scope["auth"]).items()))
         print(f"pages       {info.pages}" + (" (" + ", ".join(f"{n} {kind}" for kind, n in info.types.items()) + ")"
                                                if info.types else ""))
         print(f"chunks      {info.chunks}")

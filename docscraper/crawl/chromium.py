@@ -7,6 +7,7 @@ import asyncio
 import ipaddress
 import logging
 import socket
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -16,6 +17,7 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.resources import CrawlResources, crawl_config
 from docscraper.crawl.ssrf import SsrfConfig, check_addresses, check_url, normalize_host
+from docscraper.credentials import Credentials, origin_of
 
 if TYPE_CHECKING:
     from playwright.async_api import Request as PlaywrightRequest
@@ -50,6 +52,11 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
         # PLAYWRIGHT_ABORT_REQUEST, if set, judges what the rules below let through
         self._user_abort: Callable[[PlaywrightRequest], Any] | None = getattr(self, "abort_request", None)
         self.abort_request = self._abort
+        # PLAYWRIGHT_PROCESS_REQUEST_HEADERS (default: scrapy-playwright's use_scrapy_headers) decides, then a
+        # private source's credentials are put on its origin's requests and taken off every other's
+        self._user_headers: Callable[..., Any] | None = getattr(self, "process_request_headers", None)
+        self._jars: weakref.WeakSet[Any] = weakref.WeakSet()  # browser contexts given the source's cookies
+        self.process_request_headers = self._headers
 
     def _trusted(self) -> set[str]:
         target = self._resources.target if self._resources is not None else None
@@ -80,8 +87,69 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
             self._verdicts[host] = verdict
         return self._verdicts[host]
 
+    async def _headers(self, *, browser_type_name: str, playwright_request: PlaywrightRequest,
+                       scrapy_request_data: dict[str, Any]) -> dict[str, str]:
+        """The headers of a request the page makes (navigation or subresource): the user's choice
+        (scrapy-playwright's default uses the Scrapy request's for navigations), without any credential header:
+        basic auth is the context's ``http_credentials`` (:mod:`docscraper.crawl.auth`), cookies its jar."""
+        if self._user_headers is None:  # PLAYWRIGHT_PROCESS_REQUEST_HEADERS = None: the browser's own
+            headers: Any = await playwright_request.all_headers()
+        else:
+            headers = self._user_headers(browser_type_name=browser_type_name, playwright_request=playwright_request,
+                                         scrapy_request_data=scrapy_request_data)
+            if asyncio.iscoroutine(headers):
+                headers = await headers
+        credentials = self._resources.credentials if self._resources is not None else None
+        if credentials is None:
+            return dict(headers)
+        if credentials.cookies:
+            await self._jar(playwright_request, credentials)
+        # no credential header is given to the browser (it would carry it across redirects: crawl.auth); one
+        # that reached this far is taken off, and Chromium ignores a Cookie override (its jar sends them: _jar)
+        final = {name.lower(): value for name, value in dict(headers).items()}
+        managed = {name.lower() for name in credentials.managed()}
+        stripped = bool(managed & set(final) - {"cookie"})
+        final = {name: value for name, value in final.items() if name not in managed}
+        if stripped:
+            self.stats.inc_value("docscraper/credentials/stripped")
+        return final
+
+    async def _jar(self, request: PlaywrightRequest, credentials: Credentials) -> None:
+        """Put the source's cookies in the page's browser context once, before its first request goes out:
+        Chromium takes cookies from its jar only (a ``Cookie`` header override is ignored). The jar would send
+        them to the source's host on any port or scheme: :meth:`_abort` refuses those other origins."""
+        context = request.frame.page.context
+        if context in self._jars:
+            return
+        self._jars.add(context)
+        scheme, host, port = credentials.origin
+        await context.add_cookies([
+            {"name": c.name, "value": c.value, "url": f"{scheme}://{host}:{port}{c.path or '/'}",
+             **({"expires": float(c.expires)} if c.expires else {})}
+            for c in credentials.cookies if c.host == host or (c.subdomains and host.endswith("." + c.host))
+        ])
+
+    def _cookie_refusal(self, url: str) -> str | None:
+        """Why a page's request to *url* must not go out: the source's host on another origin, which Chromium
+        would send the source's cookies to."""
+        credentials = self._resources.credentials if self._resources is not None else None
+        if credentials is None or not credentials.cookies:
+            return None
+        try:
+            origin = origin_of(url)
+        except ValueError:
+            return None
+        if origin[1] == credentials.origin[1] and origin != credentials.origin:
+            return "the source's host on another scheme or port, which the browser would send its cookies to"
+        return None
+
     async def _abort(self, request: PlaywrightRequest) -> bool:
         kind = request.resource_type
+        cookie_refusal = self._cookie_refusal(request.url)
+        if cookie_refusal is not None:
+            logger.info("Rendering: not fetching %s: %s", request.url, cookie_refusal)
+            self.stats.inc_value("docscraper/credentials/refused")
+            return True
         if kind in SKIPPED_TYPES:
             self.stats.inc_value(f"docscraper/render/skipped/{kind}")
             return True

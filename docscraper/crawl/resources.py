@@ -40,11 +40,14 @@ from docscraper.crawl.outcomes import RunOutcomes
 from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.schedule import LastmodWatch, RevisitPolicy
 from docscraper.crawl.signals import run_closing, run_opened
-from docscraper.crawl.target import CrawlTarget, open_target
+from docscraper.crawl.target import CrawlTarget, open_target, remember_credentials
 from docscraper.crawl.workers import BoundedProcess, WorkerProcesses
+from docscraper.credentials import CredentialError, Credentials, load_credentials
+from docscraper.secrets import redact_logs
 from docscraper.storage.backends import export_for_questions, load_crawl_embedder, open_state_store, open_vector_index
 from docscraper.storage.consistency import Verification, claim_index, reconcile
 from docscraper.storage.embedding import Embedder
+from docscraper.storage.libraries import SourceVersions
 from docscraper.storage.mirror import Mirror
 from docscraper.storage.model_identity import ModelIdentity, ModelMismatch, model_identity
 from docscraper.storage.runs import SourceBusy, running_runs, take_lock, this_process
@@ -70,6 +73,7 @@ _OPEN_ERRORS: dict[type[Exception], str] = {
     IndexError_: "index_unavailable",
     RenderError: "render_unavailable",
     LookupError: "unknown_source",
+    CredentialError: "credentials_unavailable",
     ModelMismatch: "model_mismatch",
 }
 
@@ -103,6 +107,10 @@ class CrawlResources:
         self.lastmod: LastmodWatch | None = None
         self.started_at = utcnow()
         self.target: CrawlTarget | None = None
+        # a private source's credentials, read when the run opens (docscraper.credentials); never stored
+        self.credentials: Credentials | None = None
+        # the other sources of the source's library (docscraper.storage.libraries): their vectors are shared
+        self.siblings: list[str] = []
         self.store: StateStore | None = None
         self.index: VectorIndex | None = None
         # the model the index records (checked at open against the configured one)
@@ -274,6 +282,24 @@ class CrawlResources:
         store = await self.db(open_state_store, cfg)
         self.store = store
         target = await self.db(open_target, store, self.args, self.run_id, self.started_at)
+        if target.credentials:
+            self.credentials = load_credentials(target.credentials, target.seed_url, secrets_dir=cfg.secrets_dir)
+            if self.credentials is not None:
+                redact_logs().add(self.credentials.secrets())  # nothing logged carries them from now on
+                if target.render == "js" and self.credentials.header_only:
+                    raise CredentialError(
+                        f"source {target.source.name} renders pages (render=js), and header credentials "
+                        f"({', '.join(self.credentials.header_only)} from {target.credentials.headers}) cannot be "
+                        "given to Chromium safely: it carries a request's headers across redirects to other origins. "
+                        "Use auth_basic or auth_cookies for a rendered source, or crawl it with -a render=none")
+                if self.crawler.settings.getbool("HTTPCACHE_ENABLED"):
+                    raise CredentialError("HTTPCACHE_ENABLED would write the credentials of source "
+                                          f"{target.source.name} to the cache folder; turn it off for it")
+                target = await self.db(remember_credentials, store, target)
+                logger.info("Source %s sends credentials (%s) to %s only", target.source.name,
+                            target.credentials.describe(), "://".join(self.credentials.origin[:2]) +
+                            f":{self.credentials.origin[2]}")
+        self.siblings = SourceVersions.from_scopes(await self.db(store.source_scopes)).siblings(target.source.name)
         if target.render == "js":
             problem = render_problem(self.crawler.settings, cfg)
             if problem:

@@ -20,10 +20,11 @@ from urllib.parse import unquote, urlsplit
 
 from docscraper.config import RENDER_MODES, CrawlArgs
 from docscraper.crawl.scope import Scope
+from docscraper.credentials import CredentialError, CredentialRefs
 from docscraper.storage.state import PageRecord, SourceRecord, StateStore
 from docscraper.urls import normalize_url, page_id, scope_prefix
 
-__all__ = ["CrawlTarget", "open_target", "source_name_for_url"]
+__all__ = ["CrawlTarget", "open_target", "remember_credentials", "source_name_for_url", "stored_credentials"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,8 @@ class CrawlTarget:
     started_at: datetime
     known: Mapping[str, PageRecord]
     known_by_fetch: Mapping[str, PageRecord]
+    # where the source's credentials are kept (stored with the source, this run's -a auth_* over them)
+    credentials: CredentialRefs = dataclasses.field(default_factory=CredentialRefs)
 
     @property
     def is_local(self) -> bool:
@@ -95,6 +98,7 @@ class CrawlTarget:
             "due": a.due,
             "save_dir": str(a.save_dir) if a.save_dir else None,
             "render": a.render,
+            "auth": a.credentials.as_dict() or None,
         }
 
 
@@ -145,6 +149,26 @@ def _render_mode(args: CrawlArgs, source: SourceRecord) -> str:
     return stored
 
 
+def stored_credentials(source: SourceRecord) -> CredentialRefs:
+    """The credential references a source stores (``scope["auth"]``: names, never values)."""
+    auth = source.scope.get("auth")
+    if not auth:
+        return CredentialRefs()
+    try:
+        return CredentialRefs.parse(dict(auth))
+    except (CredentialError, TypeError, ValueError) as exc:
+        raise CredentialError(f"source {source.name}: stored credentials are malformed ({exc})") from None
+
+
+def remember_credentials(store: StateStore, target: CrawlTarget) -> CrawlTarget:
+    """Store this run's ``-a auth_*`` references with a source that has none yet (a source a crawl of its URL
+    created), once they were read and accepted: later runs by name or URL use them. Blocking."""
+    if not target.args.credentials or target.source.scope.get("auth"):
+        return target
+    scope = {**target.source.scope, "auth": target.args.credentials.as_dict()}  # references, never values
+    return dataclasses.replace(target, source=store.update_source(target.source.id, scope=scope))
+
+
 def open_target(store: StateStore, args: CrawlArgs, run_id: str, started_at: datetime) -> CrawlTarget:
     """Resolve the run's source in the state store (blocking: call it off the reactor thread).
 
@@ -180,4 +204,5 @@ def open_target(store: StateStore, args: CrawlArgs, run_id: str, started_at: dat
         known=known,
         # A page stored under its canonical URL is requested under the URL that was fetched.
         known_by_fetch={page_id(rec.url): rec for rec in known.values()},
+        credentials=stored_credentials(stored).merged(args.credentials),
     )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from docscraper.config import ConfigError, parse_globs, render_mode
+from docscraper.credentials import CREDENTIAL_KINDS, CredentialError, parse_reference
 
 __all__ = ["CrawlerConfig"]
 
@@ -60,6 +61,9 @@ class CrawlerConfig:
     - ``due``: an incremental loader checks only the pages that are due (new pages, pages whose sitemap
       ``<lastmod>`` moved, known pages whose revisit schedule says so; ``-a due=1``); the others are not fetched
       and yield nothing new;
+    - ``auth_headers``, ``auth_basic``, ``auth_cookies``: where a private site's credentials are kept
+      (``env:NAME`` or ``file:NAME``, :mod:`docscraper.credentials`): the child crawl reads them from its
+      environment (or the secrets folder); they are sent to the seed's origin only and never stored;
     - ``data_dir``: the data directory (``DOCSCRAPER_DATA_DIR``): where an incremental loader keeps its state
       database, index and reports; a non-incremental loader keeps only its run reports and change feeds there
       (its state is temporary). None: the project's (``./data``) for an incremental loader, a temporary folder
@@ -77,6 +81,9 @@ class CrawlerConfig:
     render: str | None = None
     data_dir: Path | None = None
     due: bool = False
+    auth_headers: str | None = None
+    auth_basic: str | None = None
+    auth_cookies: str | None = None
 
     def __post_init__(self) -> None:
         check: dict[str, Any] = {
@@ -89,6 +96,12 @@ class CrawlerConfig:
             "render": render_mode("render", self.render),
             "data_dir": Path(self.data_dir).expanduser() if self.data_dir is not None else None,
         }
+        for kind in CREDENTIAL_KINDS:
+            value = getattr(self, f"auth_{kind}")
+            try:
+                check[f"auth_{kind}"] = parse_reference(value, f"auth_{kind}") if value is not None else None
+            except CredentialError as exc:
+                raise ConfigError(str(exc)) from None
         if not isinstance(self.due, bool):
             raise ConfigError(f"due must be True or False, got {self.due!r}")
         if not isinstance(self.respect_robots_txt, bool):
@@ -121,6 +134,10 @@ class CrawlerConfig:
             args["render"] = self.render
         if self.due:
             args["due"] = "1"
+        for kind in CREDENTIAL_KINDS:
+            ref = getattr(self, f"auth_{kind}")
+            if ref is not None:
+                args[f"auth_{kind}"] = ref  # a name: the child reads the value from its environment
         return args
 
     def settings(self) -> dict[str, str]:

@@ -57,6 +57,10 @@ class DocscraperRetriever(BaseRetriever):
 
     k: int = 4
     source: str | None = None
+    # one version of each library is read: *version* of *library*, else its latest; all of them with all_versions
+    library: str | None = None
+    version: str | None = None
+    all_versions: bool = False
     data_dir: str | None = None
     _searcher: Any = PrivateAttr(default=None)
 
@@ -66,11 +70,13 @@ class DocscraperRetriever(BaseRetriever):
             from docscraper.storage.search import Searcher
 
             self._searcher = Searcher(search_config(self.data_dir))
-        results = self._searcher.search(query, k=self.k, source=self.source)
+        results = self._searcher.search(query, k=self.k, source=self.source, library=self.library,
+                                        version=self.version, all_versions=self.all_versions)
         return [LangChainDocument(page_content=r.text, id=r.chunk_id,
                                   metadata={"url": r.url, "title": r.title, "heading": r.heading, "source": r.source,
                                             "page_id": r.page_id, "chunk_id": r.chunk_id, "score": r.score,
-                                            **({"page": r.page_number} if r.page_number is not None else {})})
+                                            **({"page": r.page_number} if r.page_number is not None else {}),
+                                            **({"library": r.library, "version": r.version} if r.library else {})})
                 for r in results]
 
     def close(self) -> None:

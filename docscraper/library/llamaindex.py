@@ -67,10 +67,15 @@ class DocscraperRetriever(BaseRetriever):
     first question."""
 
     def __init__(self, *, k: int = 4, source: str | None = None, data_dir: str | os.PathLike[str] | None = None,
+                 library: str | None = None, version: str | None = None, all_versions: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.k = k
         self.source = source
+        # one version of each library is read: *version* of *library*, else its latest; all with all_versions
+        self.library = library
+        self.version = version
+        self.all_versions = all_versions
         self.data_dir = data_dir
         self._searcher: Any = None
 
@@ -79,12 +84,15 @@ class DocscraperRetriever(BaseRetriever):
             from docscraper.storage.search import Searcher
 
             self._searcher = Searcher(search_config(self.data_dir))
-        results = self._searcher.search(query_bundle.query_str, k=self.k, source=self.source)
+        results = self._searcher.search(query_bundle.query_str, k=self.k, source=self.source, library=self.library,
+                                        version=self.version, all_versions=self.all_versions)
         return [NodeWithScore(node=TextNode(text=r.text, id_=r.chunk_id,
                                             metadata={"url": r.url, "title": r.title, "heading": r.heading,
                                                       "source": r.source, "page_id": r.page_id,
                                                       **({"page": r.page_number} if r.page_number is not None
-                                                         else {})}),
+                                                         else {}),
+                                                      **({"library": r.library, "version": r.version}
+                                                         if r.library else {})}),
                               score=r.score)
                 for r in results]
 

@@ -14,9 +14,13 @@ crawls ``recrawl_source`` starts.
 
 Tools (each wraps the Python API that the project's commands use):
 
-- ``add_source(name, url, allow?, block?, max_depth?, max_pages?, llms_txt?)``: probe the site and
-  register it (:func:`docscraper.ops.sources.add_source`); the source and what the probe found.
+- ``add_source(name, url, allow?, block?, max_depth?, max_pages?, llms_txt?, auth_headers?, auth_basic?,
+  auth_cookies?)``: probe the site and register it (:func:`docscraper.ops.sources.add_source`); the source and
+  what the probe found. Credentials are references (``env:NAME``, ``file:NAME``) that the operator listed in
+  ``DOCSCRAPER_SERVER_CREDENTIALS``; any other is refused (a client must not send the server's variables to a
+  site it names), and no answer ever holds a value.
 - ``list_sources()``: every source with its scope, pages, chunks and last run.
+- ``list_libraries()``: every library with its versions, the source of each, and the default version.
 - ``crawl_status(name?)``: running and died crawls and each source's last finished one, with progress
   (:func:`docscraper.ops.status.crawl_status`).
 - ``recrawl_source(name, full?, due?, allow?, block?, max_depth?, max_pages?)``: start a crawl in the
@@ -24,7 +28,7 @@ Tools (each wraps the Python API that the project's commands use):
   job when ``DOCSCRAPER_SCRAPYD_URL`` is set); refused while a crawl of the source runs.
 - ``reindex_page(name, url_or_glob)``: mark pages for the next crawl to re-process
   (:func:`docscraper.ops.sources.request_reindex`).
-- ``search_docs(question, k?, source?)``: the best chunks, at most one per page, each with its page's
+- ``search_docs(question, k?, source?, library?, version?, all_versions?)``: the best chunks, at most one per page, each with its page's
   aliases (other URLs of the same content). The model is loaded on
   the first search and kept for the server's life; the Chroma index is reopened when a crawl wrote to it
   since (a persistent client never sees another process's writes).
@@ -60,11 +64,14 @@ from scrapy.settings import BaseSettings
 
 from docscraper import __version__
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.credentials import CredentialError, CredentialRefs
 from docscraper.ops.launch import start_crawl
 from docscraper.ops.sources import (
+    SourceArgumentError,
     SourceError,
     add_source,
     get_source_info,
+    list_libraries,
     list_sources,
     request_reindex,
 )
@@ -217,9 +224,13 @@ class DocsTools:
 
     def add_source(self, name: str, url: str, *, allow: _Globs = None, block: _Globs = None,
                    max_depth: int | None = None, max_pages: int | None = None,
-                   llms_txt: str | None = None) -> dict[str, Any]:
+                   llms_txt: str | None = None, auth_headers: str | None = None, auth_basic: str | None = None,
+                   auth_cookies: str | None = None, library: str | None = None, version: str | None = None,
+                   latest: bool = False) -> dict[str, Any]:
         with _errors(self), self._index_lock:
             self._check_client_url(url, "url")
+            credentials = self._client_credentials({"headers": auth_headers, "basic": auth_basic,
+                                                    "cookies": auth_cookies})
             if llms_txt:
                 self._check_client_url(llms_txt, "llms_txt")
             # a client's URL gets no trust of its own host: private and loopback addresses only when the
@@ -227,9 +238,29 @@ class DocsTools:
             info, probe = add_source(
                 self.config, name, url, allow=_globs(allow), block=_globs(block), max_depth=max_depth,
                 max_pages=max_pages, llms_txt=llms_txt, timeout=self.probe_timeout, user_agent=self.user_agent,
-                trust_host=False,
+                trust_host=False, credentials=credentials, library=library or None, version=version or None,
+                latest=latest,
             )
         return self.answer({"source": info.as_dict(), "probe": probe.as_dict() if probe is not None else None})
+
+    def _client_credentials(self, given: dict[str, str | None]) -> CredentialRefs:
+        """The credential references a client gave, each one the operator allowed
+        (``DOCSCRAPER_SERVER_CREDENTIALS``); :class:`SourceArgumentError` otherwise."""
+        try:
+            refs = CredentialRefs.parse(given)
+        except CredentialError as exc:
+            raise SourceArgumentError(str(exc)) from None
+        allowed = set(self.config.server_credentials)
+        refused = sorted(ref for ref in refs.as_dict().values() if ref not in allowed)
+        if refused:
+            raise SourceArgumentError(
+                f"credential reference(s) {', '.join(refused)} are not allowed for this server's clients: the "
+                "operator lists those a client may use in DOCSCRAPER_SERVER_CREDENTIALS")
+        return refs
+
+    def list_libraries(self) -> dict[str, Any]:
+        with _errors(self):
+            return self.answer({"libraries": list_libraries(self.config)})
 
     def list_sources(self) -> dict[str, Any]:
         with _errors(self):
@@ -256,14 +287,16 @@ class DocsTools:
         return self.answer({"source": name, "marked": marked, "count": len(marked),
                             "next": f"recrawl_source {name} re-processes them"})
 
-    def search_docs(self, question: str, *, k: int = 5, source: str | None = None) -> dict[str, Any]:
+    def search_docs(self, question: str, *, k: int = 5, source: str | None = None, library: str | None = None,
+                    version: str | None = None, all_versions: bool = False) -> dict[str, Any]:
         with _errors(self):
             with self._index_lock:
                 results = self._current_searcher().search(question, k=k, source=source or None,
-                                                          with_aliases=True)
+                                                          with_aliases=True, library=library or None,
+                                                          version=version or None, all_versions=all_versions)
             if not results and source:
                 get_source_info(self.config, source)  # an unknown source is the better answer
-        keys = ("rank", "score", "url", "title", "heading", "text", "source", "aliases")
+        keys = ("rank", "score", "url", "title", "heading", "text", "source", "aliases", "library", "version")
         return self.answer({"results": [
             {**{key: getattr(result, key) for key in keys},
              # a PDF's chunk: the page it is on (its url ends with #page=N)
@@ -322,7 +355,7 @@ _MaxPages = Annotated[int | None, Field(ge=1, description="at most this many pag
 
 
 def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServer:
-    """An :class:`~mcp.server.mcpserver.MCPServer` with the six tools over *tools*."""
+    """An :class:`~mcp.server.mcpserver.MCPServer` with the tools over *tools*."""
     from mcp.server.mcpserver import MCPServer
     from mcp.types import ToolAnnotations
 
@@ -339,11 +372,23 @@ def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServe
         max_depth: _MaxDepth = None,
         max_pages: _MaxPages = None,
         llms_txt: Annotated[str | None, Field(description="URL of an llms.txt that auto-detection misses")] = None,
+        auth_headers: Annotated[str | None, Field(
+            description="a private site's request headers: the reference env:NAME or file:NAME the operator "
+                        "allowed (DOCSCRAPER_SERVER_CREDENTIALS), never a value")] = None,
+        auth_basic: Annotated[str | None, Field(
+            description="HTTP basic auth: an allowed reference env:NAME or file:NAME, never a value")] = None,
+        auth_cookies: Annotated[str | None, Field(
+            description="cookies: an allowed reference env:NAME or file:NAME, never a value")] = None,
+        library: Annotated[str | None, Field(description="the library this source is a version of")] = None,
+        version: Annotated[str | None, Field(
+            description="its version (default: the version the URL names, such as /en/5.0/)")] = None,
+        latest: Annotated[bool, Field(description="searches of the library read this version by default")] = False,
     ) -> dict[str, Any]:
         """Register a documentation site as a source, after probing it (robots.txt, llms.txt, sitemaps).
         Returns the source (name, url, scope...) and what the probe found. Crawl it with recrawl_source."""
         return tools.add_source(name, url, allow=allow, block=block, max_depth=max_depth, max_pages=max_pages,
-                                llms_txt=llms_txt)
+                                llms_txt=llms_txt, auth_headers=auth_headers, auth_basic=auth_basic,
+                                auth_cookies=auth_cookies, library=library, version=version, latest=latest)
 
     @server.tool(annotations=reads)
     def list_sources() -> dict[str, Any]:
@@ -391,11 +436,24 @@ def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServe
         question: Annotated[str, Field(description="a question or keywords, in plain words")],
         k: Annotated[int, Field(ge=1, le=50, description="how many results")] = 5,
         source: Annotated[str | None, Field(description="only this source's pages")] = None,
+        library: Annotated[str | None, Field(description="only this library (see list_libraries)")] = None,
+        version: Annotated[str | None, Field(
+            description="with library: this version of it (default: its latest)")] = None,
+        all_versions: Annotated[bool, Field(
+            description="read every version of each library (answers may mix versions)")] = False,
     ) -> dict[str, Any]:
         """Search the indexed documentation: the k passages that best answer the question, at most one per
-        page, best first, each with its page url, title, heading, score (cosine similarity) and text, and
-        the page's other URLs (aliases) that serve the same content."""
-        return tools.search_docs(question, k=k, source=source)
+        page, best first, each with its page url, title, heading, score (cosine similarity) and text, the
+        page's other URLs (aliases) that serve the same content, and its library and version. One version of
+        each library is read: the one asked for, else its latest."""
+        return tools.search_docs(question, k=k, source=source, library=library, version=version,
+                                 all_versions=all_versions)
+
+    @server.tool(annotations=reads)
+    def list_libraries() -> dict[str, Any]:
+        """Every library with its versions (newest first), the source of each, and the version a search reads
+        by default."""
+        return tools.list_libraries()
 
     return server
 

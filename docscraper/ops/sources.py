@@ -58,8 +58,10 @@ from docscraper.content.discovery import (
 from docscraper.content.documents import KINDS, count_types
 from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.crawl.scope import Scope
-from docscraper.secrets import check_no_credentials, redact_url
+from docscraper.credentials import CredentialError, CredentialRefs, Credentials, load_credentials
+from docscraper.secrets import check_no_credentials, redact_logs, redact_url
 from docscraper.storage.backends import open_state_store, open_vector_index
+from docscraper.storage.libraries import SourceVersions, check_library, check_version, version_from_url
 from docscraper.storage.runs import SourceBusy, hold_source, running_runs
 from docscraper.storage.state import (
     PageRecord,
@@ -81,6 +83,7 @@ __all__ = [
     "SourceInfo",
     "add_source",
     "get_source_info",
+    "list_libraries",
     "list_sources",
     "page_types",
     "probe_site",
@@ -349,8 +352,9 @@ class _Fetched:
 class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
     """Follow redirects only to the hosts the user named: a probe is not steered elsewhere."""
 
-    def __init__(self, hosts: set[str]) -> None:
+    def __init__(self, hosts: set[str], credentials: Credentials | None = None) -> None:
         self.hosts = hosts
+        self.credentials = credentials
 
     def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
                          newurl: str) -> urllib.request.Request | None:
@@ -358,7 +362,12 @@ class _SameHostRedirects(urllib.request.HTTPRedirectHandler):
             return None  # urllib then raises HTTPError with the 3xx status
         if urlsplit(newurl).scheme.lower() not in ("http", "https"):
             return None
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        follow = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if follow is not None and self.credentials is not None:
+            # urllib carries no unredirected header on: the source's own origin gets its credentials again
+            for name, value in self.credentials.headers_for(newurl).items():
+                follow.add_unredirected_header(name, value)
+        return follow
 
 
 class ProbeGuard:
@@ -432,8 +441,10 @@ class _GuardedHTTPSHandler(urllib.request.HTTPSHandler):
 
 
 class _Prober:
-    def __init__(self, hosts: set[str], timeout: float, user_agent: str, guard: ProbeGuard | None = None) -> None:
-        handlers: list[urllib.request.BaseHandler] = [_SameHostRedirects(hosts)]
+    def __init__(self, hosts: set[str], timeout: float, user_agent: str, guard: ProbeGuard | None = None,
+                 credentials: Credentials | None = None) -> None:
+        handlers: list[urllib.request.BaseHandler] = [_SameHostRedirects(hosts, credentials)]
+        self.credentials = credentials
         if guard is not None:
             handlers += [_GuardedHTTPHandler(guard), _GuardedHTTPSHandler(guard)]
         self.opener = urllib.request.build_opener(*handlers)
@@ -447,6 +458,10 @@ class _Prober:
             if refusal is not None:
                 return _Fetched(url, None, error=f"refused by the SSRF guard: {refusal}")
         request = urllib.request.Request(url, headers={"User-Agent": self.user_agent, "Accept": "*/*"})
+        if self.credentials is not None:
+            # unredirected: a redirect to another origin does not carry them (DESIGN rule 9)
+            for name, value in self.credentials.headers_for(url).items():
+                request.add_unredirected_header(name, value)
         try:
             with self.opener.open(request, timeout=self.timeout) as response:
                 body = response.read(_MAX_BODY)
@@ -521,12 +536,13 @@ def _robots(prober: _Prober, url: str, user_agent: str) -> tuple[dict[str, Any],
 
 
 def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
-               user_agent: str | None = None, guard: ProbeGuard | None = None) -> ProbeResult:
+               user_agent: str | None = None, guard: ProbeGuard | None = None,
+               credentials: Credentials | None = None) -> ProbeResult:
     """Look at a documentation site once, over plain HTTP: the URL itself, robots.txt, llms.txt and
     llms-full.txt (at the URL's folder, then the host root, or *llms_txt*), and the sitemaps (robots.txt
     ``Sitemap:`` lines, ``sitemap.xml`` at the folder and the root; indexes followed). Redirects are
     followed only on the URL's host (and *llms_txt*'s). *guard*: the SSRF guard every fetch goes through
-    (:class:`ProbeGuard`). Never raises for what the site answers: an unreachable (or refused) URL has
+    (:class:`ProbeGuard`). *credentials*: a private source's, sent to its origin only. Never raises for what the site answers: an unreachable (or refused) URL has
     ``status`` None and says why in ``problems``. A ``file://`` folder is looked at on disk
     (:func:`_probe_folder`)."""
     url = _check_url(url)
@@ -534,14 +550,18 @@ def probe_site(url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
     hosts = {(urlsplit(url).hostname or "").lower()}
     if llms_txt:
         hosts.add((urlsplit(_check_url(llms_txt, "llms_txt")).hostname or "").lower())
-    prober = _Prober(hosts, timeout, agent, guard)
+    prober = _Prober(hosts, timeout, agent, guard, credentials)
     if urlsplit(url).scheme.lower() == "file":
         return _probe_folder(url, llms_txt, prober)
     problems: list[str] = []
     seed = prober.fetch(url)
     if seed.status is None:
         return ProbeResult(url, None, None, None, [], 0, {}, [f"cannot reach {url}: {seed.error}"])
-    if not seed.ok:
+    if seed.status in (401, 403):
+        named = ("the credentials given were refused" if credentials is not None else
+                 "the site needs credentials: give them with --auth-headers, --auth-basic or --auth-cookies")
+        problems.append(f"{url} answered HTTP {seed.status}: {named}")
+    elif not seed.ok:
         problems.append(f"{url} answered {seed.error or f'HTTP {seed.status}'}")
     http = urlsplit(url).scheme.lower() in ("http", "https")
     robots: dict[str, Any] = {}
@@ -665,7 +685,9 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
                block: Sequence[str] = (), max_depth: int | None = None, max_pages: int | None = None,
                llms_txt: str | None = None, probe: bool = True, timeout: float = 10.0,
                user_agent: str | None = None, render: str | None = None,
-               trust_host: bool = True) -> tuple[SourceInfo, ProbeResult | None]:
+               trust_host: bool = True, credentials: CredentialRefs | None = None,
+               library: str | None = None, version: str | None = None, latest: bool = False,
+               ) -> tuple[SourceInfo, ProbeResult | None]:
     """Register a source called *name* for *url* with its scope, after probing the site (unless *probe*
     is false). *render* (``js`` or ``none``) is stored for :mod:`docscraper.crawl.rendering`. A name in use, a URL registered under another name, or a site that cannot be reached (or
     answers 4xx/5xx) is a :class:`SourceError` and nothing is stored. A source that a crawl of *url*
@@ -674,10 +696,36 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
     The probe goes through the crawl's SSRF guard (``DOCSCRAPER_SSRF_GUARD_ENABLED``). *trust_host*: whether
     the source's own host is trusted as a crawl trusts it (a private or loopback address the operator named);
     a server registering a client's URL passes False, which is stored (``scope["trust_host"]``) so that the
-    source's crawls grant it nothing either: only ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` lets such a host in."""
+    source's crawls grant it nothing either: only ``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` lets such a host in.
+
+    *credentials*: where a private source's credentials are kept (:mod:`docscraper.credentials`); the references
+    are stored (``scope["auth"]``), the values read for the probe and never stored. A reference whose value is
+    missing or malformed is a :class:`SourceArgumentError`.
+
+    *library*, *version*: the source is that version of that library (:mod:`docscraper.storage.libraries`); a
+    library without a version takes the one its URL names (``/en/5.0/``), else it is a
+    :class:`SourceArgumentError`; *latest* marks it the version a search reads by default. A library's version
+    registered already is a :class:`SourceError`."""
     validate_name(name)
     url = _check_url(url)
     scope = _scope(url, allow, block, max_depth, max_pages, llms_txt, render)
+    scope.update(_library_scope(url, library, version, latest))
+    loaded = None
+    if credentials:
+        if urlsplit(url).scheme.lower() not in ("http", "https"):
+            raise SourceArgumentError("credentials apply to http(s) sources, not to a folder's files")
+        try:
+            loaded = load_credentials(credentials, url, secrets_dir=config.secrets_dir)
+        except CredentialError as exc:
+            raise SourceArgumentError(f"source {name!r} not added: {exc}") from None
+        if loaded is not None:
+            redact_logs().add(loaded.secrets())
+            if scope.get("render") == "js" and loaded.header_only:
+                raise SourceArgumentError(
+                    f"source {name!r} not added: header credentials ({', '.join(loaded.header_only)}) are not given "
+                    "to Chromium, which carries a request's headers across redirects to other origins; use "
+                    "--auth-basic or --auth-cookies with --render js")
+        scope["auth"] = credentials.as_dict()
     if not trust_host:
         scope["trust_host"] = False
     normalized = normalize_url(url)
@@ -685,12 +733,13 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
     with _open_store(config, create=False) as store:
         if store is not None:
             _check_conflicts(store, name, normalized)
+            _check_version_free(store, scope)
     guard = None
     if config.ssrf_guard_enabled:
         trusted = [urlsplit(u).hostname or "" for u in (url, llms_txt) if u] if trust_host else []
         guard = ProbeGuard(config, trusted)
-    result = (probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent, guard=guard)
-              if probe else None)
+    result = (probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent, guard=guard,
+                         credentials=loaded) if probe else None)
     if result is not None and (result.status is None or not 200 <= result.status < 400):
         # a local folder that is missing, unreadable or empty is bad input, not a site that is down
         error = SourceArgumentError if urlsplit(url).scheme.lower() == "file" else SourceError
@@ -698,6 +747,7 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
     with _open_store(config, create=True) as store:
         assert store is not None
         implicit = _check_conflicts(store, name, normalized)
+        _check_version_free(store, scope)
         if implicit is None:
             record = store.ensure_source(name, normalized, scope, registered=True)
             if record.url != normalized or not record.registered:  # lost a race for the name
@@ -722,6 +772,52 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
             logger.info("Adopted source %s (%s) as %s", implicit.name, normalized, name)
         summary = store.list_sources(name)
     return _info(summary[0]), result
+
+
+def _library_scope(url: str, library: str | None, version: str | None, latest: bool) -> dict[str, Any]:
+    """The scope keys of a source's library and version (none without a library)."""
+    if library is None:
+        if version is not None or latest:
+            raise SourceArgumentError("--version and --latest go with --library")
+        return {}
+    try:
+        library = check_library(library)
+        if version is None:
+            version = version_from_url(url)
+            if version is None:
+                raise SourceArgumentError(f"no version in {url}: give it with --version")
+        version = check_version(version)
+    except ValueError as exc:
+        raise SourceArgumentError(str(exc)) from None
+    scope: dict[str, Any] = {"library": library, "version": version}
+    if latest:
+        scope["latest"] = True
+    return scope
+
+
+def list_libraries(config: DocscraperConfig) -> list[dict[str, Any]]:
+    """Every library with its versions, newest first: ``{library, default, versions: [{version, source, latest}]}``
+    (``default``: the version a search reads unless told)."""
+    with _open_store(config, create=False) as store:
+        versions = SourceVersions.from_scopes(store.source_scopes() if store is not None else {})
+    return [{"library": name, "default": versions.default(name),
+             "versions": [{"version": e.version, "source": e.source, "latest": e.latest} for e in entries]}
+            for name, entries in versions.libraries().items()]
+
+
+def _check_version_free(store: StateStore, scope: dict[str, Any]) -> None:
+    if not scope.get("library"):
+        return
+    versions = SourceVersions.from_scopes(store.source_scopes())
+    taken = [e.source for e in versions.versions.values()
+             if e.library == scope["library"] and e.version == scope["version"]]
+    if taken:
+        raise SourceError(f"library {scope['library']!r} has version {scope['version']!r} already: source "
+                          f"{taken[0]!r}")
+    if scope.get("latest"):
+        marked = [e.source for e in versions.versions.values() if e.library == scope["library"] and e.latest]
+        if marked:
+            raise SourceError(f"source {marked[0]!r} is marked the latest version of {scope['library']!r} already")
 
 
 def _check_conflicts(store: StateStore, name: str, normalized_url: str) -> SourceRecord | None:

@@ -48,6 +48,7 @@ from scrapy.exceptions import (
 )
 from scrapy.http import Request, Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.error import ConnectionRefusedError, DNSLookupError, TCPTimedOutError, TimeoutError
 from twisted.python.failure import Failure
 
@@ -95,6 +96,8 @@ logger = logging.getLogger(__name__)
 _DOCUMENT_GRACE = 30.0
 TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/markdown", "text/x-markdown", "text/plain")
 _ERROR_STATUSES = list(range(400, 600))
+#: What a site answers a request without (valid) credentials: a failure ``unauthorized``, never a removal.
+UNAUTHORIZED_STATUSES = (401, 403)
 
 
 @dataclass
@@ -194,6 +197,38 @@ class DocsSpider(scrapy.Spider):
             return None
         return response
 
+    async def _robots_refused(self, url: str) -> bool:
+        """Whether the host's robots.txt answered 401 or 403 (a site behind a login, most likely)."""
+        robots = self.crawler.get_downloader_middleware(RobotsTxtMiddleware)
+        return robots is not None and (await robots.robots_for(url)).status in UNAUTHORIZED_STATUSES
+
+    async def _access(self, seed: str) -> int | None:
+        """The seed's status when it refuses this run (401 or 403), else None (a network error is left to the
+        seed's own request, which reports it)."""
+        request = Request(seed, dont_filter=True, meta={"docscraper_discovery": "seed",
+                                                        "handle_httpstatus_list": list(UNAUTHORIZED_STATUSES)})
+        try:
+            assert self.crawler.engine is not None
+            response = await self.crawler.engine.download_async(request)
+        except Exception:
+            return None
+        return response.status if response.status in UNAUTHORIZED_STATUSES else None
+
+    def _refused_at_seed(self, url: str, status: int) -> None:
+        """The seed answered 401/403: the run stops (closed ``unauthorized``, result aborted, nothing removed)."""
+        resources = self.run_resources()
+        target = self.run_target()
+        if resources.open_error:
+            return
+        named = (f"the credentials ({target.credentials.describe()}) were refused or have expired"
+                 if target.credentials else "the site needs credentials: give them with -a auth_headers=env:NAME, "
+                                            "auth_basic= or auth_cookies= (or scrapy sources add --auth-...)")
+        resources.open_error = f"HTTP {status} at the seed {url}: {named}"
+        logger.error("Source %s: %s", target.source.name, resources.open_error)
+        resources.outcomes.count("unauthorized")
+        assert self.crawler.engine is not None
+        deferred_from_coro(self.crawler.engine.close_spider_async(reason="unauthorized"))
+
     async def _robots_text(self, url: str) -> str:
         """The host's robots.txt, for its ``Sitemap:`` lines: from the robots middleware, which fetches it
         once per host for the whole run, or fetched here when robots.txt is not obeyed."""
@@ -237,6 +272,13 @@ class DocsSpider(scrapy.Spider):
                     candidates[pid].lastmod = lastmod
                 repeats.append(url)
 
+        if urlsplit(seed).scheme in ("http", "https") and (target.credentials or await self._robots_refused(seed)):
+            # a private source's seed (or one whose robots.txt needs credentials) is asked first: credentials
+            # missing or refused are one error, before anything is stored
+            status = await self._access(seed)
+            if status is not None:
+                self._refused_at_seed(seed, status)
+                return
         llms_items: list[PageItem] = []
         if urlsplit(seed).scheme in ("http", "https", "file"):
             try:
@@ -606,7 +648,11 @@ class DocsSpider(scrapy.Spider):
             # a local file's 404/403 says why (docscraper.crawl.localfiles)
             detail = request.meta.get("docscraper_local_detail") or f"HTTP {status}"
             referer = request.headers.get(b"Referer")
-            outcomes.failed(response.url, "httpError", detail, http_status=status,
+            # 401/403 from a site: credentials missing, refused or expired; never a reason to remove a page
+            unauthorized = status in UNAUTHORIZED_STATUSES and not target.is_local
+            if unauthorized and request.meta.get("docscraper_seed"):
+                self._refused_at_seed(response.url, status)
+            outcomes.failed(response.url, "unauthorized" if unauthorized else "httpError", detail, http_status=status,
                             pid=page_id(response.url) if request.meta.get("redirect_urls") else pid,
                             fetched_at=fetched_at, finder=request.meta.get("docscraper_finder"),
                             seed=bool(request.meta.get("docscraper_seed")),

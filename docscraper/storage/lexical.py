@@ -83,7 +83,7 @@ class LexicalIndex:
         bm25.index([tokens or [""] for tokens in tokenize(documents)], show_progress=False)
         return cls(fingerprint, list(ids), np.asarray(list(sources), dtype=object), bm25)
 
-    def top(self, question: str, n: int, source: str | None = None) -> list[tuple[str, float]]:
+    def top(self, question: str, n: int, source: str | Sequence[str] | None = None) -> list[tuple[str, float]]:
         """At most *n* ``(chunk id, score)`` pairs, best first; chunks that share no term are left out."""
         if not self.ids:
             return []
@@ -92,8 +92,10 @@ class LexicalIndex:
         if not token_ids:
             return []
         scores = np.asarray(self.bm25.get_scores_from_ids(token_ids), dtype=np.float64)
-        if source is not None:
+        if isinstance(source, str):
             scores = np.where(self.sources == source, scores, 0.0)
+        elif source is not None:
+            scores = np.where(np.isin(self.sources, list(source)), scores, 0.0)
         n = min(n, len(scores))
         best = np.argpartition(-scores, n - 1)[:n]
         best = best[np.argsort(-scores[best], kind="stable")]

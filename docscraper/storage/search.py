@@ -15,6 +15,10 @@ With ``with_images=True`` each result lists its page's images (``{url, alt, capt
 order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.content.images`);
 with ``with_aliases=True`` its page's other URLs: the URLs whose content is the same page's, which the index
 holds once (DESIGN's identity rule).
+
+Versions (:mod:`docscraper.storage.libraries`): a search reads one version of each library (the one asked for
+with ``library``/``version``, else the latest) unless ``all_versions``; results carry their ``library`` and
+``version``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from docscraper.config import DocscraperConfig
 from docscraper.storage.backends import load_query_embedder, open_state_store, open_vector_index
 from docscraper.storage.embedding import Embedder
 from docscraper.storage.lexical import LexicalIndex, corpus_fingerprint
+from docscraper.storage.libraries import SourceVersions, search_sources
 from docscraper.storage.model_identity import ModelMismatch, model_identity
 from docscraper.storage.vectors import SearchHit, VectorIndex
 
@@ -65,6 +70,9 @@ class SearchResult:
     # the page of a paged document (a PDF) the chunk starts on, and its last; url then ends with #page=N
     page_number: int | None = None
     page_end: int | None = None
+    # the library and version of the result's source, when it is a version of a library
+    library: str | None = None
+    version: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,35 +113,57 @@ class Searcher:
 
     def search(self, question: str, *, k: int = 5, source: str | None = None,
                per_page: int | None = 1, with_images: bool = False,
-               with_aliases: bool = False) -> list[SearchResult]:
+               with_aliases: bool = False, library: str | None = None, version: str | None = None,
+               all_versions: bool = False) -> list[SearchResult]:
         """The *k* best chunks for *question*; at most *per_page* per page (None: no limit). With
         *with_images*, each result lists its page's images; with *with_aliases*, its page's other URLs
-        (both read from the state database). ``ValueError`` for an empty question, *k* not from 1 to
-        :data:`MAX_K` or *per_page* below 1."""
+        (both read from the state database). *source* reads one source; otherwise one version of each library
+        is read (:func:`~docscraper.storage.libraries.search_sources`): *library* alone, at *version* (default:
+        the latest), or all of its versions (*all_versions*). ``ValueError`` for an empty question, *k* not
+        from 1 to :data:`MAX_K`, *per_page* below 1, or a source with a library; ``LookupError`` for an unknown
+        library or version."""
         if not question.strip():
             raise ValueError("the question is empty")
         k = _whole(k, "k", 1, MAX_K)
         if per_page is not None:
             per_page = _whole(per_page, "per_page", 1, None)
+        sources, versions = self._sources(source, library, version, all_versions)
+        if sources is not None and not sources:
+            return []
         vector = self.embedder.embed([question])[0]
         weight = self.config.search_keyword_weight
         # Asking for more than k leaves room for the per-page limit; when a few pages hold all those
         # chunks, ask again for more, so that k pages come back whenever the index has them.
         wanted = k if per_page is None else min(k * 8, MAX_CANDIDATES)
         while True:
-            hits = self.index.query(vector, wanted, source)
+            hits = self.index.query(vector, wanted, sources)
             exhausted = len(hits) < wanted
             if weight > 0 and hits:
-                hits = self._fuse(question, vector, hits, wanted, source, weight, per_page)
+                hits = self._fuse(question, vector, hits, wanted, sources, weight, per_page)
             results = _results(hits, k, per_page)
             if len(results) >= k or exhausted or wanted >= MAX_CANDIDATES:
                 break
             wanted = min(wanted * 4, MAX_CANDIDATES)
         if (with_images or with_aliases) and results:
             results = self._with_state(results, images=with_images, aliases=with_aliases)
+        if versions is not None and versions.versions:
+            results = [replace(r, library=versions.versions[r.source].library, version=versions.versions[r.source].version)
+                       if r.source in versions.versions else r for r in results]
         return results
 
-    def _fuse(self, question: str, vector: Any, hits: list[SearchHit], wanted: int, source: str | None,
+    def _sources(self, source: str | None, library: str | None, version: str | None,
+                 all_versions: bool) -> tuple[str | list[str] | None, SourceVersions | None]:
+        """What the index is asked for: one source, the sources of the versions read, or every source (None);
+        and the sources' libraries and versions, when read from the state."""
+        if source is not None:
+            if library is not None or version is not None:
+                raise ValueError("search one source, or a library (and version): not both")
+            return source, None
+        store = self._state()
+        versions = SourceVersions.from_scopes(store.source_scopes() if store is not None else {})
+        return search_sources(versions, library=library, version=version, all_versions=all_versions), versions
+
+    def _fuse(self, question: str, vector: Any, hits: list[SearchHit], wanted: int, source: str | list[str] | None,
               weight: float, per_page: int | None) -> list[SearchHit]:
         """*hits* (the vector ranking) fused with the keyword ranking of as many chunks. Results one page
         apiece (*per_page* set) fuse the two rankings of pages, each page ranked by its best chunk in
@@ -292,7 +322,8 @@ def _page_rrf(rankings: list[list[str]], weights: list[float], page: Callable[[s
 
 def search(question: str, *, k: int = 5, source: str | None = None, per_page: int | None = 1,
            config: DocscraperConfig | None = None, with_images: bool = False,
-           with_aliases: bool = False) -> list[SearchResult]:
+           with_aliases: bool = False, library: str | None = None, version: str | None = None,
+           all_versions: bool = False) -> list[SearchResult]:
     """One question against the index of the current project's settings (or *config*)."""
     if config is None:
         from scrapy.utils.project import get_project_settings
@@ -301,6 +332,7 @@ def search(question: str, *, k: int = 5, source: str | None = None, per_page: in
     searcher = Searcher(config)
     try:
         return searcher.search(question, k=k, source=source, per_page=per_page, with_images=with_images,
-                               with_aliases=with_aliases)
+                               with_aliases=with_aliases, library=library, version=version,
+                               all_versions=all_versions)
     finally:
         searcher.close()

@@ -102,13 +102,18 @@ class VectorIndex(Protocol):
         """The page's stored chunks: id -> chunk_hash."""
         ...
     def vectors_for(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def vectors_by_hash(self, hashes: Sequence[str], sources: Sequence[str]) -> dict[str, np.ndarray]:
+        """A stored vector for each of *hashes* (chunk hashes) that a chunk of one of *sources* has."""
+        ...
     def upsert(self, chunks: Sequence[ChunkRecord]) -> None: ...
     def delete(self, ids: Sequence[str]) -> None: ...
     def delete_pages(self, source: str, page_ids: Iterable[str]) -> int: ...
     def delete_source(self, source: str) -> int: ...
     def rename_source(self, old: str, new: str) -> int: ...
     def count(self, source: str | None = None, page_id: str | None = None) -> int: ...
-    def query(self, vector: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]: ...
+    def query(self, vector: np.ndarray, k: int, source: str | Sequence[str] | None = None) -> list[SearchHit]:
+        """The *k* chunks nearest *vector*, of *source* (a name, or any of several names; None: every source)."""
+        ...
     def hits_for(self, ids: Sequence[str], vector: np.ndarray) -> list[SearchHit]:
         """The chunks *ids* (those that exist, in that order), scored against *vector*."""
         ...
@@ -149,10 +154,13 @@ class VectorIndex(Protocol):
     def close(self) -> None: ...
 
 
-def _where(source: str | None, page_id: str | None = None) -> dict[str, Any] | None:
+def _where(source: str | Sequence[str] | None, page_id: str | None = None) -> dict[str, Any] | None:
     clauses: list[dict[str, Any]] = []
-    if source is not None:
+    if isinstance(source, str):
         clauses.append({"source": source})
+    elif source is not None:
+        names = sorted(set(source))
+        clauses.append({"source": names[0]} if len(names) == 1 else {"source": {"$in": names}})
     if page_id is not None:
         clauses.append({"page_id": page_id})
     if not clauses:
@@ -232,6 +240,20 @@ class ChromaIndex:
                 continue
             for cid, vector in zip(result["ids"], embeddings, strict=True):
                 found[cid] = np.asarray(vector, dtype=np.float32)
+        return found
+
+    def vectors_by_hash(self, hashes: Sequence[str], sources: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        if not sources:
+            return found
+        for batch in self._batches(list(dict.fromkeys(h for h in hashes if h))):
+            where: Any = {"$and": [{"chunk_hash": {"$in": list(batch)}}, _where(list(sources))]}
+            result = self.collection.get(where=where, include=["embeddings", "metadatas"])
+            embeddings = result.get("embeddings")
+            if embeddings is None:
+                continue
+            for meta, vector in zip(result.get("metadatas") or [], embeddings, strict=True):
+                found.setdefault(str((meta or {}).get("chunk_hash", "")), np.asarray(vector, dtype=np.float32))
         return found
 
     def generation(self) -> str | None:
@@ -332,8 +354,8 @@ class ChromaIndex:
             return int(self.collection.count())
         return len(self.collection.get(where=where, include=[])["ids"])
 
-    def query(self, vector: np.ndarray, k: int, source: str | None = None) -> list[SearchHit]:
-        if self.collection.count() == 0:
+    def query(self, vector: np.ndarray, k: int, source: str | Sequence[str] | None = None) -> list[SearchHit]:
+        if self.collection.count() == 0 or (source is not None and not isinstance(source, str) and not source):
             return []
         result = self.collection.query(
             query_embeddings=[np.asarray(vector, dtype=np.float32).tolist()],

@@ -280,6 +280,9 @@ class StateStore(Protocol):
     def ensure_source(self, name: str, url: str, scope: dict[str, Any], *, registered: bool = False) -> SourceRecord: ...
     def get_source(self, name: str) -> SourceRecord | None: ...
     def find_source_by_url(self, url: str) -> SourceRecord | None: ...
+    def source_scopes(self) -> dict[str, dict[str, Any]]:
+        """Every source's name -> its stored scope (a library and version among them)."""
+        ...
     def load_pages(self, source_id: int) -> dict[str, PageRecord]: ...
     def commit_page(self, source_id: int, page: PageWrite) -> None: ...
     def commit_pages(self, source_id: int, pages: Sequence[PageWrite]) -> None:
@@ -560,6 +563,10 @@ class SqlStateStore:
         with self._session() as session:
             row = session.scalars(select(SourceRow).where(SourceRow.url == url).order_by(SourceRow.id)).first()
             return None if row is None else self._source(row)
+
+    def source_scopes(self) -> dict[str, dict[str, Any]]:
+        with self._session() as session:
+            return {name: dict(scope or {}) for name, scope in session.execute(select(SourceRow.name, SourceRow.scope))}
 
     # pages -----------------------------------------------------------------------------------------
 
