@@ -258,7 +258,7 @@ def test_sources_refuses_bad_input_and_conflicts_storing_nothing(shared_site: Do
         (("sources", "remove", "docs"), 2, "confirm with: scrapy sources remove docs --yes"),
         (("sources", "show", "nope"), 1, "unknown source 'nope'"),
         (("sources", "remove", "nope", "--yes"), 1, "unknown source 'nope'"),
-        (("sources", "frob"), 2, "give one of add, list, show, remove"),
+        (("sources", "frob"), 2, "give one of add, list, show, update, remove"),
         (("sources", "show"), 2, "usage: scrapy sources show NAME"),
         (("sources", "list", "--block", "x"), 2, "scope options go with add"),
         (("reindex", "nope", "x.html"), 1, "unknown source 'nope'"),

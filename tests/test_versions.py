@@ -147,3 +147,40 @@ def test_sources_carry_a_library_and_the_server_lists_them(tmp_path: Path) -> No
         {"version": "4.2", "source": "acme-4.2", "latest": True}]}]
     assert list_libraries(config) == expected
     assert DocsTools(config).list_libraries() == {"libraries": expected}
+
+
+def test_sources_update_moves_the_latest_mark_and_credentials(tmp_path: Path, command: Crawl,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from scrapy.settings import Settings
+
+    from docscraper.config import DocscraperConfig
+    from docscraper.credentials import CredentialRefs
+    from docscraper.ops.sources import SourceArgumentError, SourceError, add_source, list_libraries, update_source
+
+    config = DocscraperConfig.from_settings(Settings({"DOCSCRAPER_DATA_DIR": str(tmp_path / "data")}))
+    add_source(config, "acme-5.0", "https://docs.acme.dev/en/5.0/", probe=False, library="acme", latest=True)
+    add_source(config, "acme-6.0", "https://docs.acme.dev/en/6.0/", probe=False, library="acme")
+    add_source(config, "plain", "https://plain.example/docs/", probe=False)
+    update_source(config, "acme-6.0", latest=True)  # the mark moves
+    assert [(v["source"], v["latest"]) for v in list_libraries(config)[0]["versions"]] == [
+        ("acme-6.0", True), ("acme-5.0", False)]
+    with pytest.raises(SourceError, match=r"has version '6\.0' already"):
+        update_source(config, "acme-5.0", version="6.0")
+    assert update_source(config, "acme-5.0", version="5.1").scope["version"] == "5.1"
+    with pytest.raises(SourceArgumentError, match="no library"):
+        update_source(config, "plain", latest=True)
+    assert update_source(config, "plain", library="plain", version="1").scope["library"] == "plain"
+    monkeypatch.setenv("ACME_HEADERS", "Authorization: Bearer secret-for-acme-0001")
+    with pytest.raises(SourceArgumentError, match="ACME_MISSING is not set"):
+        update_source(config, "acme-5.0", credentials=CredentialRefs(headers="env:ACME_MISSING"))
+    info = update_source(config, "acme-5.0", credentials=CredentialRefs(headers="env:ACME_HEADERS"))
+    assert info.scope["auth"] == {"headers": "env:ACME_HEADERS"}
+    assert "auth" not in update_source(config, "acme-5.0", clear_credentials=True).scope
+    # the command line: the same, as the user types it
+    out = command("sources", "update", "acme-5.0", "--latest", "--auth-headers", "env:ACME_HEADERS",
+                  settings={"DOCSCRAPER_DATA_DIR": str(tmp_path / "data")})
+    assert "Updated source acme-5.0" in out.stdout and "headers from env:ACME_HEADERS" in out.stdout
+    assert "secret-for-acme" not in out.stdout + out.stderr
+    bad = command("sources", "update", "acme-5.0", "--latest", "--no-latest", check=False,
+                  settings={"DOCSCRAPER_DATA_DIR": str(tmp_path / "data")})
+    assert bad.returncode == 2 and "contradict" in bad.stderr

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from docscraper.config import DocscraperConfig
     from docscraper.ops.sources import ProbeResult, SourceInfo
 
-_ACTIONS = ("add", "list", "show", "remove")
+_ACTIONS = ("add", "list", "show", "update", "remove")
 
 
 def scope_text(scope: dict[str, Any]) -> str:
@@ -84,6 +84,8 @@ class Command(ToolCommand):
                             help="add: its version (default: the version its URL names, such as /en/5.0/)")
         parser.add_argument("--latest", action="store_true",
                             help="add: searches of the library read this version unless told (default: the highest)")
+        parser.add_argument("--no-latest", action="store_true", help="update: no longer the latest version")
+        parser.add_argument("--no-auth", action="store_true", help="update: forget where its credentials are kept")
         parser.add_argument("--no-probe", action="store_true", help="add: store without probing the site")
         parser.add_argument("--yes", action="store_true", help="remove: confirm")
 
@@ -93,16 +95,22 @@ class Command(ToolCommand):
             return self.fail(f"unknown option(s) {' '.join(unknown)}; see scrapy sources -h", 2)
         if not args or args[0] not in _ACTIONS:
             return self.fail(f"give one of {', '.join(_ACTIONS)}: scrapy sources add NAME URL | list | "
-                              "show NAME | remove NAME --yes", 2)
+                              "show NAME | update NAME ... | remove NAME --yes", 2)
         action, rest = args[0], args[1:]
-        wanted = {"add": 2, "list": 0, "show": 1, "remove": 1}[action]
+        wanted = {"add": 2, "list": 0, "show": 1, "remove": 1, "update": 1}[action]
         if len(rest) != wanted:
-            usage = {"add": "add NAME URL", "list": "list", "show": "show NAME", "remove": "remove NAME --yes"}
+            usage = {"add": "add NAME URL", "list": "list", "show": "show NAME", "remove": "remove NAME --yes",
+                     "update": "update NAME [--library L] [--version V] [--latest|--no-latest] [--auth-... REF] "
+                               "[--no-auth]"}
             return self.fail(f"usage: scrapy sources {usage[action]}", 2)
         if action != "add" and (opts.allow or opts.block or opts.max_depth or opts.max_pages or opts.llms_txt
-                                or opts.render or opts.no_probe or opts.auth_headers or opts.auth_basic
-                                or opts.auth_cookies or opts.library or opts.library_version or opts.latest):
+                                or opts.render or opts.no_probe):
             return self.fail(f"scope options go with add, not {action}", 2)
+        if action not in ("add", "update") and (opts.auth_headers or opts.auth_basic or opts.auth_cookies
+                                                or opts.library or opts.library_version or opts.latest):
+            return self.fail(f"library and credential options go with add or update, not {action}", 2)
+        if action != "update" and (opts.no_latest or opts.no_auth):
+            return self.fail(f"--no-latest and --no-auth go with update, not {action}", 2)
         # the registry is imported here, not with the module: Scrapy imports every command module to list them
         from docscraper.ops.sources import SourceError, get_source_info
 
@@ -115,6 +123,8 @@ class Command(ToolCommand):
                 self._list(config, opts)
             elif action == "show":
                 self._show(get_source_info(config, rest[0]), opts)
+            elif action == "update":
+                self._update(config, rest[0], opts)
             else:
                 self._remove(config, rest[0], opts)
         except ConfigError as exc:
@@ -154,6 +164,25 @@ class Command(ToolCommand):
             print(f"  library {info.scope['library']} {info.scope['version']}"
                   + (" (latest)" if info.scope.get("latest") else ""))
         print(f"Crawl it with: scrapy recrawl {info.name}")
+
+    def _update(self, config: DocscraperConfig, name: str, opts: argparse.Namespace) -> None:
+        from docscraper.ops.sources import update_source
+
+        if opts.latest and opts.no_latest:
+            raise ConfigError("--latest and --no-latest contradict each other")
+        try:
+            credentials = CredentialRefs.parse({"headers": opts.auth_headers, "basic": opts.auth_basic,
+                                                "cookies": opts.auth_cookies})
+        except CredentialError as exc:
+            raise ConfigError(str(exc)) from None
+        info = update_source(config, name, library=opts.library, version=opts.library_version,
+                             latest=True if opts.latest else False if opts.no_latest else None,
+                             credentials=credentials, clear_credentials=opts.no_auth)
+        if opts.json:
+            self.print_json(info.as_dict())
+            return
+        print(f"Updated source {info.name}")
+        self._show(info, opts)
 
     def _list(self, config: DocscraperConfig, opts: argparse.Namespace) -> None:
         from docscraper.ops.sources import list_sources

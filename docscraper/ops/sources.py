@@ -89,6 +89,7 @@ __all__ = [
     "probe_site",
     "remove_source",
     "request_reindex",
+    "update_source",
     "validate_name",
 ]
 
@@ -795,6 +796,62 @@ def _library_scope(url: str, library: str | None, version: str | None, latest: b
     return scope
 
 
+def update_source(config: DocscraperConfig, name: str, *, library: str | None = None, version: str | None = None,
+                  latest: bool | None = None, credentials: CredentialRefs | None = None,
+                  clear_credentials: bool = False) -> SourceInfo:
+    """Change what a registered source is, keeping its pages and index: its *library* and *version* (a version
+    alone keeps the library; a library alone takes the version its URL names), whether it is the *latest* version
+    (True moves the mark from another version of the library; False removes it), and where its credentials are
+    kept (*credentials* replaces the kinds it names, read once to check them; *clear_credentials* drops them all
+    first). Refused while a crawl of the source runs; :class:`SourceArgumentError` for bad input."""
+    validate_name(name)
+    with _open_store(config, create=False) as store:
+        source = _source(store, name)
+        assert store is not None
+        scope = dict(source.scope)
+        if library is not None or version is not None:
+            current = scope.get("library")
+            if library is None and not current:
+                raise SourceArgumentError(f"source {name!r} has no library: give --library with --version")
+            scope.update(_library_scope(str(scope.get("seed") or source.url), library or str(current), version,
+                                        False))
+        if latest is not None and not scope.get("library"):
+            raise SourceArgumentError(f"source {name!r} has no library: --latest and --no-latest go with one")
+        if latest:
+            scope["latest"] = True
+        elif latest is False or ("library" in scope and library is not None and library != source.scope.get("library")):
+            scope.pop("latest", None)
+        if clear_credentials:
+            scope.pop("auth", None)
+        if credentials:
+            merged = (CredentialRefs() if clear_credentials else _stored_refs(source)).merged(credentials)
+            try:
+                loaded = load_credentials(merged, source.url, secrets_dir=config.secrets_dir)
+            except CredentialError as exc:
+                raise SourceArgumentError(f"source {name!r} not updated: {exc}") from None
+            if loaded is not None:
+                redact_logs().add(loaded.secrets())
+            scope["auth"] = merged.as_dict()
+        with _holding(store, config, source, "update"):
+            others = {n: sc for n, sc in store.source_scopes().items() if n != name}
+            _check_version_free_among(others, scope, moving_latest=True)
+            if latest and scope.get("library"):
+                for other in [n for n, sc in others.items() if sc.get("library") == scope["library"] and sc.get("latest")]:
+                    record = store.get_source(other)
+                    if record is not None:
+                        store.update_source(record.id, scope={k: v for k, v in record.scope.items() if k != "latest"})
+            store.update_source(source.id, scope=scope)
+        summary = store.list_sources(name)
+    return _info(summary[0])
+
+
+def _stored_refs(source: SourceRecord) -> CredentialRefs:
+    try:
+        return CredentialRefs.parse(dict(source.scope.get("auth") or {}))
+    except (CredentialError, TypeError, ValueError):
+        return CredentialRefs()
+
+
 def list_libraries(config: DocscraperConfig) -> list[dict[str, Any]]:
     """Every library with its versions, newest first: ``{library, default, versions: [{version, source, latest}]}``
     (``default``: the version a search reads unless told)."""
@@ -806,15 +863,20 @@ def list_libraries(config: DocscraperConfig) -> list[dict[str, Any]]:
 
 
 def _check_version_free(store: StateStore, scope: dict[str, Any]) -> None:
+    _check_version_free_among(store.source_scopes(), scope)
+
+
+def _check_version_free_among(scopes: dict[str, dict[str, Any]], scope: dict[str, Any], *,
+                              moving_latest: bool = False) -> None:
     if not scope.get("library"):
         return
-    versions = SourceVersions.from_scopes(store.source_scopes())
+    versions = SourceVersions.from_scopes(scopes)
     taken = [e.source for e in versions.versions.values()
              if e.library == scope["library"] and e.version == scope["version"]]
     if taken:
         raise SourceError(f"library {scope['library']!r} has version {scope['version']!r} already: source "
                           f"{taken[0]!r}")
-    if scope.get("latest"):
+    if scope.get("latest") and not moving_latest:
         marked = [e.source for e in versions.versions.values() if e.library == scope["library"] and e.latest]
         if marked:
             raise SourceError(f"source {marked[0]!r} is marked the latest version of {scope['library']!r} already")
