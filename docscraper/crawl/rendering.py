@@ -22,9 +22,10 @@ these, but an ``executable_path`` other than ``DOCSCRAPER_CHROMIUM_PATH`` is an 
 ``PLAYWRIGHT_BROWSER_TYPE`` other than chromium or a reactor other than asyncio's.
 
 Inside Chromium, images, media and fonts are not fetched, and every other request the page makes
-(scripts, XHR, redirect hops) is judged by the SSRF guard's rules (:mod:`docscraper.crawl.ssrf`; names are
-resolved first): a page cannot make the browser read the crawler's own network. Chromium resolves names
-itself afterwards, so DNS rebinding between the two lookups is not covered for rendered pages.
+(scripts, XHR, frames) is judged by the SSRF guard's rules (:mod:`docscraper.crawl.ssrf`; names are resolved
+first): a page cannot make the browser read the crawler's own network. Two gaps remain: Playwright does not
+route the hops of a redirect the browser follows (they are not judged), and Chromium resolves names itself
+afterwards, so DNS rebinding between the two lookups is not covered for rendered pages.
 
 A rendered page is requested without validators (no ``If-None-Match``) and its item carries none: the
 HTML shell's ETag says nothing about what its scripts build from other requests. Change detection
