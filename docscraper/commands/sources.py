@@ -84,6 +84,9 @@ class Command(ToolCommand):
                             help="add: its version (default: the version its URL names, such as /en/5.0/)")
         parser.add_argument("--latest", action="store_true",
                             help="add: searches of the library read this version unless told (default: the highest)")
+        parser.add_argument("--schedule", metavar="SPEC",
+                            help="add/update: recrawl on a schedule: an interval (6h, 1d) or a cron expression "
+                                 "('0 3 * * *', UTC); none clears it (scrapy schedule starts the due ones)")
         parser.add_argument("--no-latest", action="store_true", help="update: no longer the latest version")
         parser.add_argument("--no-auth", action="store_true", help="update: forget where its credentials are kept")
         parser.add_argument("--no-probe", action="store_true", help="add: store without probing the site")
@@ -107,7 +110,8 @@ class Command(ToolCommand):
                                 or opts.render or opts.no_probe):
             return self.fail(f"scope options go with add, not {action}", 2)
         if action not in ("add", "update") and (opts.auth_headers or opts.auth_basic or opts.auth_cookies
-                                                or opts.library or opts.library_version or opts.latest):
+                                                or opts.library or opts.library_version or opts.latest
+                                                or opts.schedule):
             return self.fail(f"library and credential options go with add or update, not {action}", 2)
         if action != "update" and (opts.no_latest or opts.no_auth):
             return self.fail(f"--no-latest and --no-auth go with update, not {action}", 2)
@@ -147,7 +151,7 @@ class Command(ToolCommand):
             max_pages=opts.max_pages, llms_txt=opts.llms_txt, render=opts.render, probe=not opts.no_probe,
             timeout=min(float(self.settings.getfloat("DOWNLOAD_TIMEOUT", 30)), 30.0),
             user_agent=config.user_agent(self.settings), credentials=credentials,
-            library=opts.library, version=opts.library_version, latest=opts.latest,
+            library=opts.library, version=opts.library_version, latest=opts.latest, schedule=opts.schedule,
         )
         if opts.json:
             self.print_json({"source": info.as_dict(), "probe": probe.as_dict() if probe else None})
@@ -177,7 +181,7 @@ class Command(ToolCommand):
             raise ConfigError(str(exc)) from None
         info = update_source(config, name, library=opts.library, version=opts.library_version,
                              latest=True if opts.latest else False if opts.no_latest else None,
-                             credentials=credentials, clear_credentials=opts.no_auth)
+                             credentials=credentials, clear_credentials=opts.no_auth, schedule=opts.schedule)
         if opts.json:
             self.print_json(info.as_dict())
             return
@@ -230,6 +234,8 @@ class Command(ToolCommand):
         if info.scope.get("library"):
             print(f"library     {info.scope['library']} {info.scope.get('version')}"
                   + (" (latest)" if info.scope.get("latest") else ""))
+        if info.scope.get("schedule"):
+            print(f"recrawls    every {info.scope['schedule']} (scrapy schedule --list: the next run)")
         if info.scope.get("auth"):
             print("credentials " + ", ".join(f"{kind} from {ref}" for kind, ref in dict(info.scope["auth"]).items()))
         print(f"pages       {info.pages}" + (" (" + ", ".join(f"{n} {kind}" for kind, n in info.types.items()) + ")"

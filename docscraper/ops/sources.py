@@ -56,6 +56,7 @@ from docscraper.content.discovery import (
     sitemaps_from_robots,
 )
 from docscraper.content.documents import KINDS, count_types
+from docscraper.crawl.recrawls import parse_schedule
 from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.crawl.scope import Scope
 from docscraper.credentials import CredentialError, CredentialRefs, Credentials, load_credentials
@@ -71,6 +72,7 @@ from docscraper.storage.state import (
     StateError,
     StateStore,
     database_exists,
+    utcnow,
 )
 from docscraper.storage.vectors import IndexError_, VectorIndex
 from docscraper.urls import normalize_url
@@ -688,7 +690,7 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
                user_agent: str | None = None, render: str | None = None,
                trust_host: bool = True, credentials: CredentialRefs | None = None,
                library: str | None = None, version: str | None = None, latest: bool = False,
-               ) -> tuple[SourceInfo, ProbeResult | None]:
+               schedule: str | None = None) -> tuple[SourceInfo, ProbeResult | None]:
     """Register a source called *name* for *url* with its scope, after probing the site (unless *probe*
     is false). *render* (``js`` or ``none``) is stored for :mod:`docscraper.crawl.rendering`. A name in use, a URL registered under another name, or a site that cannot be reached (or
     answers 4xx/5xx) is a :class:`SourceError` and nothing is stored. A source that a crawl of *url*
@@ -711,6 +713,7 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
     url = _check_url(url)
     scope = _scope(url, allow, block, max_depth, max_pages, llms_txt, render)
     scope.update(_library_scope(url, library, version, latest))
+    scope.update(_schedule_scope(schedule))
     loaded = None
     if credentials:
         if urlsplit(url).scheme.lower() not in ("http", "https"):
@@ -775,6 +778,19 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
     return _info(summary[0]), result
 
 
+def _schedule_scope(schedule: str | None) -> dict[str, Any]:
+    """The scope keys of a recrawl schedule (:mod:`docscraper.crawl.recrawls`): none for None or ``none``."""
+    if schedule is None:
+        return {}
+    try:
+        parsed = parse_schedule(schedule)
+    except ConfigError as exc:
+        raise SourceArgumentError(str(exc)) from None
+    if parsed is None:
+        return {}
+    return {"schedule": parsed.text, "schedule_since": _iso(utcnow())}
+
+
 def _library_scope(url: str, library: str | None, version: str | None, latest: bool) -> dict[str, Any]:
     """The scope keys of a source's library and version (none without a library)."""
     if library is None:
@@ -798,7 +814,7 @@ def _library_scope(url: str, library: str | None, version: str | None, latest: b
 
 def update_source(config: DocscraperConfig, name: str, *, library: str | None = None, version: str | None = None,
                   latest: bool | None = None, credentials: CredentialRefs | None = None,
-                  clear_credentials: bool = False) -> SourceInfo:
+                  clear_credentials: bool = False, schedule: str | None = None) -> SourceInfo:
     """Change what a registered source is, keeping its pages and index: its *library* and *version* (a version
     alone keeps the library; a library alone takes the version its URL names), whether it is the *latest* version
     (True moves the mark from another version of the library; False removes it), and where its credentials are
@@ -821,6 +837,10 @@ def update_source(config: DocscraperConfig, name: str, *, library: str | None = 
             scope["latest"] = True
         elif latest is False or ("library" in scope and library is not None and library != source.scope.get("library")):
             scope.pop("latest", None)
+        if schedule is not None:
+            scope.pop("schedule", None)
+            scope.pop("schedule_since", None)
+            scope.update(_schedule_scope(schedule))  # "none" clears it
         if clear_credentials:
             scope.pop("auth", None)
         if credentials:

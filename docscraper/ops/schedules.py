@@ -1,0 +1,115 @@
+"""Scheduled recrawls: when each source's next crawl is due, and starting the due ones.
+
+A registered source may carry a schedule (``scrapy sources add/update NAME --schedule SPEC``; stored in its
+scope as ``schedule``): an interval (``30m``, ``6h``, ``1d``: a crawl that long after the last one started) or a
+five-field cron expression (``0 3 * * *``, in UTC; parsed by ``croniter``). ``none`` clears it.
+
+:func:`due_crawls` says, at a moment, which sources are due: the next run time follows the last run's start
+(its creation when it never ran), so a machine that was down for many ticks starts **one** run when it comes back,
+not one per missed tick. Each source's run time is moved later by a share of its interval (*jitter*, 0.1 by
+default, at most 10 minutes) fixed by its name: the same on every call and different per source, so sources on one schedule do not all start in the same second. :func:`start_due` starts the due ones
+the way the MCP server does (:func:`docscraper.ops.launch.start_crawl`: a detached process or a Scrapyd job,
+``--due`` recrawls), never a second crawl of a source that is running, and at most ``max_running`` at once.
+``scrapy schedule`` runs it once (from cron, or a loop); ``scrapy schedule --list`` shows each schedule.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.recrawls import jitter_for, parse_schedule
+from docscraper.ops.launch import start_crawl
+from docscraper.ops.sources import SourceError
+from docscraper.storage.backends import open_state_store
+from docscraper.storage.runs import running_runs
+from docscraper.storage.state import database_exists
+
+__all__ = ["ScheduledSource", "due_crawls", "start_due"]
+
+logger = logging.getLogger(__name__)
+
+@dataclass(frozen=True)
+class ScheduledSource:
+    """A source with a schedule, as :func:`due_crawls` judged it at ``now``."""
+
+    name: str
+    schedule: str
+    last_start: datetime | None
+    next_run: datetime
+    due: bool
+    running: bool
+    last_result: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "schedule": self.schedule,
+                "last_start": _iso(self.last_start), "next_run": _iso(self.next_run), "due": self.due,
+                "running": self.running, "last_result": self.last_result}
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def due_crawls(config: DocscraperConfig, now: datetime | None = None, *, jitter: float = 0.1) -> list[ScheduledSource]:
+    """Every registered source with a schedule, with its next run time and whether it is due at *now*."""
+    now = now or datetime.now(UTC)
+    if not database_exists(config.state_url):
+        return []
+    store = open_state_store(config)
+    try:
+        found = []
+        for summary in store.list_sources():
+            source = summary.source
+            spec = source.scope.get("schedule")
+            if not spec or not source.registered:
+                continue
+            try:
+                schedule = parse_schedule(str(spec))
+            except ConfigError as exc:
+                logger.warning("Source %s: stored schedule %r is not valid (%s); not scheduled", source.name, spec, exc)
+                continue
+            if schedule is None:
+                continue
+            run = summary.last_run
+            last = run.started_at if run is not None else None
+            base = last or _created(source.scope, now)
+            next_run = schedule.next_after(base) + jitter_for(source.name, schedule.period(base), jitter)
+            running = bool(running_runs(store, source.id, timeout=config.heartbeat_timeout))
+            found.append(ScheduledSource(source.name, schedule.text, last, next_run,
+                                         due=next_run <= now and not running, running=running,
+                                         last_result=run.result if run is not None else None))
+        return found
+    finally:
+        store.close()
+
+
+def _created(scope: dict[str, Any], now: datetime) -> datetime:
+    """When a never-crawled source's schedule started: ``schedule_since`` as stored, else now."""
+    since = scope.get("schedule_since")
+    if since:
+        try:
+            return datetime.fromisoformat(str(since).replace("Z", "+00:00"))
+        except ValueError:
+            pass
+    return now
+
+
+def start_due(config: DocscraperConfig, now: datetime | None = None, *, max_running: int | None = None,
+              jitter: float = 0.1, settings: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Start the crawls that are due (``--due`` recrawls) and say what happened to each: ``started`` with how,
+    or ``skipped`` with why (a crawl of it running, the cap on crawls at once)."""
+    outcomes = []
+    for entry in due_crawls(config, now, jitter=jitter):
+        if not entry.due:
+            continue
+        try:
+            started = start_crawl(config, entry.name, due=True, settings=settings, max_running=max_running)
+        except SourceError as exc:
+            outcomes.append({"source": entry.name, "started": False, "why": str(exc)})
+            continue
+        outcomes.append({"source": entry.name, **started})
+    return outcomes
