@@ -77,9 +77,11 @@ class EmbeddingPipeline(RunPipeline):
         stored = await resources.call("index", index.vectors_for, reusable) if reusable else {}
         # the other versions of the source's library: a chunk of the same text there has its vector already
         shared: dict[str, Any] = {}
-        others = [c.chunk_hash for c in item.chunks if c.chunk_hash and stored.get(by_hash.get(c.chunk_hash, "")) is None]
-        if others and resources.siblings and not item.metadata.force:
-            shared = await resources.call("index", index.vectors_by_hash, others, resources.siblings)
+        if resources.siblings and not item.metadata.force:
+            others = [c.chunk_hash for c in item.chunks
+                      if c.chunk_hash and stored.get(by_hash.get(c.chunk_hash, "")) is None]
+            if others:
+                shared = await resources.call("index", index.vectors_by_hash, others, resources.siblings)
         vectors: list[Any] = []
         waiting: list[tuple[int, Deferred[Any]]] = []
         for position, chunk in enumerate(item.chunks):

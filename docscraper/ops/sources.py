@@ -59,6 +59,7 @@ from docscraper.content.documents import KINDS, count_types
 from docscraper.crawl.recrawls import parse_schedule
 from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.crawl.scope import Scope
+from docscraper.crawl.target import stored_credentials
 from docscraper.credentials import CredentialError, CredentialRefs, Credentials, load_credentials
 from docscraper.secrets import check_no_credentials, redact_logs, redact_url
 from docscraper.storage.backends import open_state_store, open_vector_index
@@ -844,8 +845,8 @@ def update_source(config: DocscraperConfig, name: str, *, library: str | None = 
         if clear_credentials:
             scope.pop("auth", None)
         if credentials:
-            merged = (CredentialRefs() if clear_credentials else _stored_refs(source)).merged(credentials)
             try:
+                merged = (CredentialRefs() if clear_credentials else stored_credentials(source)).merged(credentials)
                 loaded = load_credentials(merged, source.url, secrets_dir=config.secrets_dir)
             except CredentialError as exc:
                 raise SourceArgumentError(f"source {name!r} not updated: {exc}") from None
@@ -863,13 +864,6 @@ def update_source(config: DocscraperConfig, name: str, *, library: str | None = 
             store.update_source(source.id, scope=scope)
         summary = store.list_sources(name)
     return _info(summary[0])
-
-
-def _stored_refs(source: SourceRecord) -> CredentialRefs:
-    try:
-        return CredentialRefs.parse(dict(source.scope.get("auth") or {}))
-    except (CredentialError, TypeError, ValueError):
-        return CredentialRefs()
 
 
 def list_libraries(config: DocscraperConfig) -> list[dict[str, Any]]:
