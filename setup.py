@@ -7,13 +7,13 @@ setup(
     name="docscraper",
     version="0.1.0",
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
-    package_data={"docscraper": ["schema/*.json", "storage/state/migrations/*.mako"]},
+    package_data={"docscraper": ["schema/*.json", "storage/state/migrations/*.mako", "ops/templates/*.html", "ops/static/*"]},
     include_package_data=True,
     zip_safe=False,
     entry_points={
         "scrapy": ["settings = settings"],
         # the MCP server (also `scrapy mcp`); run it from the project root, or set SCRAPY_SETTINGS_MODULE
-        "console_scripts": ["docscraper-mcp = docscraper.ops.mcp_server:main"],
+        "console_scripts": ["docscraper-mcp = docscraper.ops.mcp_server:main", "docscraper-serve = docscraper.ops.server:main"],
     },
     python_requires=">=3.11",
     # docscraper.library.langchain / .llamaindex (README, "Python API"); requirements-dev.txt pins the versions

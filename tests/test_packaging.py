@@ -26,11 +26,15 @@ def test_egg_carries_the_project_and_not_the_tests(tmp_path: Path) -> None:
     assert top == {"EGG-INFO", "docscraper", "pipelines", "settings"}
     assert "docscraper/schema/stats-report.schema.json" in names
     assert "docscraper/storage/state/migrations/versions/0001_initial.py" in names
+    # the dashboard's templates and its script and stylesheet (scrapy serve, docscraper-serve)
+    assert {"docscraper/ops/templates/base.html", "docscraper/ops/templates/source.html",
+            "docscraper/ops/static/live.js", "docscraper/ops/static/dashboard.css"} <= set(names)
     entry_points = zipfile.ZipFile(egg).read("EGG-INFO/entry_points.txt").decode()
     parser = configparser.ConfigParser()
     parser.read_string(entry_points)
     assert parser["scrapy"]["settings"] == "settings"
     assert parser["console_scripts"]["docscraper-mcp"] == "docscraper.ops.mcp_server:main"
+    assert parser["console_scripts"]["docscraper-serve"] == "docscraper.ops.server:main"
 
 
 def test_scrapy_cfg_names_settings_and_a_deploy_target() -> None:

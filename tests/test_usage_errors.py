@@ -64,6 +64,11 @@ BAD_INVOCATIONS = [
     (("crawl", "docs", "--bogus", "-a", "source=http://127.0.0.1:9/"), "unknown option --bogus; usage: scrapy crawl"),
     (("mcp", "--bogus"), "unknown option --bogus; usage: scrapy mcp"),
     (("mcp", "--transport", "pigeon"), "argument --transport: invalid choice: 'pigeon'"),
+    (("serve", "--bogus"), "unknown option --bogus; usage: scrapy serve"),
+    (("serve", "--port", "99999"), "--port must be between 0 and 65535, got 99999"),
+    (("serve", "--tick", "soon"), "argument --tick: invalid float value: 'soon'"),
+    (("serve", "--tick", "0"), "--tick must be more than 0 seconds, got 0.0"),
+    (("serve", "extra"), "unexpected argument(s): extra"),
     # missing, empty and extra arguments
     (("search",), "give one question"),
     (("search", "q", "extra"), "give one question"),

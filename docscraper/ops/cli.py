@@ -24,7 +24,7 @@ from docscraper.secrets import redact_data, redact_logs, redact_text
 if TYPE_CHECKING:
     from scrapy.settings import Settings
 
-__all__ = ["ToolCommand", "check_options", "fail", "one_line_errors", "settings_from_environment", "whole_number"]
+__all__ = ["ServerCommand", "ToolCommand", "check_options", "fail", "one_line_errors", "settings_from_environment", "whole_number"]
 
 
 def settings_from_environment(settings: Settings) -> None:
@@ -127,3 +127,40 @@ class ToolCommand(ScrapyCommand):
 
     def print_json(self, data: Any) -> None:
         print(json.dumps(redact_data(data) if self.redact_output else data, indent=2, ensure_ascii=False))
+
+
+class ServerCommand(ToolCommand):
+    """A command that runs a server until it is stopped (``scrapy mcp``, ``scrapy serve``): *server_module* has
+    ``add_options(parser)``, ``serve(settings, **serve_options(opts))`` and ``serve_options``. Exit status 2 for bad
+    settings or options, 1 when the port cannot be bound."""
+
+    # the server logs what it does as the settings say; crawls run in processes of their own
+    default_settings: ClassVar[dict[str, Any]] = {}
+    server_module: ClassVar[str]
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        # imported when the command runs: Scrapy imports every command module to list them
+        from importlib import import_module
+
+        super().add_options(parser)
+        import_module(self.server_module).add_options(parser)
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        from importlib import import_module
+
+        from docscraper.config import ConfigError
+
+        if args:
+            raise UsageError(f"unexpected argument(s): {' '.join(args)}")
+        if not 0 <= opts.port <= 65535:
+            raise UsageError(f"--port must be between 0 and 65535, got {opts.port}")
+        server = import_module(self.server_module)
+        assert self.settings is not None
+        try:
+            server.serve(self.settings, **server.serve_options(opts))
+        except ConfigError as exc:
+            self.fail(str(exc), 2)
+        except OSError as exc:
+            self.fail(f"cannot serve on {opts.host}:{opts.port}: {exc}", 1)
+        except KeyboardInterrupt:
+            pass

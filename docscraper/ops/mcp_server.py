@@ -53,7 +53,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote, unquote, urlsplit
@@ -94,14 +94,19 @@ __all__ = [
     "DocsTools",
     "Gate",
     "RateLimit",
+    "add_listen_options",
+    "add_options",
     "add_server_options",
+    "bind_socket",
     "build_server",
     "cmdline_settings",
+    "console_main",
     "host_names",
     "is_loopback",
     "main",
     "serve",
     "serve_options",
+    "server_config",
     "server_token",
 ]
 
@@ -193,7 +198,7 @@ class DocsTools:
 
     # the client's reach ----------------------------------------------------------------------------
 
-    def _check_client_url(self, url: str, what: str) -> None:
+    def check_client_url(self, url: str, what: str) -> None:
         """A ``file:`` URL from a client must lie in a folder the operator allowed; the same refusal whether
         the path exists or not, so an answer never tells what is on the server's disk."""
         try:
@@ -228,11 +233,11 @@ class DocsTools:
                    auth_cookies: str | None = None, library: str | None = None, version: str | None = None,
                    latest: bool = False) -> dict[str, Any]:
         with _errors(self), self._index_lock:
-            self._check_client_url(url, "url")
+            self.check_client_url(url, "url")
             credentials = self._client_credentials({"headers": auth_headers, "basic": auth_basic,
                                                     "cookies": auth_cookies})
             if llms_txt:
-                self._check_client_url(llms_txt, "llms_txt")
+                self.check_client_url(llms_txt, "llms_txt")
             # a client's URL gets no trust of its own host: private and loopback addresses only when the
             # operator allowed them (DOCSCRAPER_SSRF_ALLOWED_HOSTS), for the probe and for every crawl after it
             info, probe = add_source(
@@ -288,19 +293,23 @@ class DocsTools:
                             "next": f"recrawl_source {name} re-processes them"})
 
     def search_docs(self, question: str, *, k: int = 5, source: str | None = None, library: str | None = None,
-                    version: str | None = None, all_versions: bool = False) -> dict[str, Any]:
+                    version: str | None = None, all_versions: bool = False,
+                    with_images: bool = False) -> dict[str, Any]:
+        """The MCP tool's answer; *with_images* (the dashboard's) adds each result's page images."""
         with _errors(self):
             with self._index_lock:
                 results = self._current_searcher().search(question, k=k, source=source or None,
                                                           with_aliases=True, library=library or None,
-                                                          version=version or None, all_versions=all_versions)
+                                                          version=version or None, all_versions=all_versions,
+                                                          with_images=with_images)
             if not results and source:
                 get_source_info(self.config, source)  # an unknown source is the better answer
         keys = ("rank", "score", "url", "title", "heading", "text", "source", "aliases", "library", "version")
         return self.answer({"results": [
             {**{key: getattr(result, key) for key in keys},
              # a PDF's chunk: the page it is on (its url ends with #page=N)
-             **({"page": result.page_number} if result.page_number is not None else {})}
+             **({"page": result.page_number} if result.page_number is not None else {}),
+             **({"images": result.images} if with_images else {})}
             for result in results]})
 
     def _current_searcher(self) -> Searcher:
@@ -458,7 +467,8 @@ def build_server(tools: DocsTools, *, log_level: _LogLevel = "INFO") -> MCPServe
     return server
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on *host*:*port* (0: a free port), for uvicorn to serve on."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
                                                          flags=socket.AI_PASSIVE)[0]
     sock = socket.socket(family, kind, proto)
@@ -576,7 +586,7 @@ async def _serve_http(server: MCPServer, host: str, port: int, log_level: str, t
     from mcp.server.transport_security import TransportSecuritySettings
 
     # Bound here, so that --port 0 can say which port it got.
-    sock = _bind(host, port)
+    sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     hosts = host_names(host, bound, extra_hosts)
     security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=sorted(hosts),
@@ -630,6 +640,21 @@ def server_token(token_file: str | None = None) -> str | None:
     return token or None
 
 
+def server_config(settings: BaseSettings, allow_folders: Sequence[str] = ()) -> DocscraperConfig:
+    """A server's settings: the project's, with *allow_folders* (``--allow-folder``) added to
+    ``DOCSCRAPER_SERVER_ALLOWED_FOLDERS``."""
+    import dataclasses
+
+    config = DocscraperConfig.from_settings(settings)
+    folders = list(config.server_allowed_folders)
+    for folder in allow_folders:
+        path = Path(folder).expanduser()
+        if not path.is_dir():
+            raise ConfigError(f"--allow-folder {folder}: not a folder")
+        folders.append(path.resolve())
+    return dataclasses.replace(config, server_allowed_folders=tuple(folders))
+
+
 def serve(settings: BaseSettings, *, transport: str = "stdio", host: str = "127.0.0.1",
           port: int = DEFAULT_PORT, allow_folders: Sequence[str] = (), allowed_hosts: Sequence[str] = (),
           token_file: str | None = None) -> None:
@@ -639,20 +664,11 @@ def serve(settings: BaseSettings, *, transport: str = "stdio", host: str = "127.
     token is required (:func:`server_token`). Raises :class:`~docscraper.config.ConfigError` for bad
     settings or a missing token, :class:`ValueError` for a bad transport, :class:`OSError` when the port
     cannot be bound."""
-    import dataclasses
-
     import anyio
 
     if transport not in TRANSPORTS:
         raise ValueError(f"transport must be one of {', '.join(TRANSPORTS)}, got {transport!r}")
-    config = DocscraperConfig.from_settings(settings)
-    folders = list(config.server_allowed_folders)
-    for folder in allow_folders:
-        path = Path(folder).expanduser()
-        if not path.is_dir():
-            raise ConfigError(f"--allow-folder {folder}: not a folder")
-        folders.append(path.resolve())
-    config = dataclasses.replace(config, server_allowed_folders=tuple(folders))
+    config = server_config(settings, allow_folders)
     token = server_token(token_file)
     if transport == "http" and not is_loopback(host) and token is None:
         raise ConfigError(f"binding {host} (not loopback) needs a token: set {TOKEN_ENV} in the server's "
@@ -679,21 +695,30 @@ def serve(settings: BaseSettings, *, transport: str = "stdio", host: str = "127.
         tools.close()
 
 
+def add_listen_options(parser: argparse.ArgumentParser, *, port: int, http: str = "") -> None:
+    """``--host``, ``--port`` and the access options, shared by ``scrapy mcp`` and ``scrapy serve``; *http*
+    prefixes the help of those that apply to HTTP only."""
+    parser.add_argument("--host", default="127.0.0.1",
+                        help=f"{http}the address to listen on (default 127.0.0.1; another needs ${TOKEN_ENV})")
+    parser.add_argument("--port", type=int, default=port, help=f"{http}the port (default {port}; 0 picks a free one)")
+    parser.add_argument("--allow-folder", action="append", default=[], metavar="DIR",
+                        help="a folder clients may register as a file: source (repeatable; default none)")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                        help=f"{http}a Host header name to answer besides the bound address (repeatable)")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help=f"{http}read the token clients must send from FILE (default ${TOKEN_ENV})")
+
+
 def add_server_options(parser: argparse.ArgumentParser) -> None:
     """``--transport``, ``--host``, ``--port`` and the access options: shared by ``scrapy mcp`` and
     ``docscraper-mcp``."""
     parser.add_argument("--transport", choices=TRANSPORTS, default="stdio",
                         help="stdio (default: the client spawns the server) or http (streamable HTTP)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help=f"http: the address to listen on (default 127.0.0.1; another needs ${TOKEN_ENV})")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"http: the port (default {DEFAULT_PORT}; 0 picks a free one)")
-    parser.add_argument("--allow-folder", action="append", default=[], metavar="DIR",
-                        help="a folder clients may register as a file: source (repeatable; default none)")
-    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
-                        help="http: a Host header name to answer besides the bound address (repeatable)")
-    parser.add_argument("--token-file", metavar="FILE",
-                        help=f"http: read the token clients must send from FILE (default ${TOKEN_ENV})")
+    add_listen_options(parser, port=DEFAULT_PORT, http="http: ")
+
+
+#: what :class:`docscraper.ops.cli.ServerCommand` calls
+add_options = add_server_options
 
 
 def serve_options(opts: argparse.Namespace) -> dict[str, Any]:
@@ -702,16 +727,20 @@ def serve_options(opts: argparse.Namespace) -> dict[str, Any]:
             "allowed_hosts": opts.allowed_host, "token_file": opts.token_file}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``docscraper-mcp`` console script: the project's settings (``scrapy.cfg`` found from the
-    current folder, or ``SCRAPY_SETTINGS_MODULE``), ``-s NAME=VALUE`` on top."""
+def console_main(argv: Sequence[str] | None, *, prog: str, description: str,
+                 add_options: Callable[[argparse.ArgumentParser], None],
+                 run: Callable[[BaseSettings, argparse.Namespace], None]) -> int:
+    """A server's console script (``docscraper-mcp``, ``docscraper-serve``): its options (*add_options*), ``-s
+    NAME=VALUE`` settings over the project's (``scrapy.cfg`` found from the current folder, or
+    ``SCRAPY_SETTINGS_MODULE``), then *run*. Exit status 2 for bad usage or settings, 1 when the port cannot be
+    bound, 0 when stopped."""
     from scrapy.utils.project import get_project_settings
 
     from docscraper.ops.cli import one_line_errors
 
-    parser = argparse.ArgumentParser(prog="docscraper-mcp", description="docscraper's MCP server")
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     one_line_errors(parser)  # bad usage: one error line, exit status 2, as every docscraper command
-    add_server_options(parser)
+    add_options(parser)
     parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting (repeatable); also passed on to the crawls it starts")
     opts = parser.parse_args(argv)
@@ -719,7 +748,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--port must be between 0 and 65535, got {opts.port}")
     settings = get_project_settings()
     if settings.get("COMMANDS_MODULE") != "docscraper.commands":
-        print("error: docscraper's settings not found: run docscraper-mcp from the project root (where "
+        print(f"error: docscraper's settings not found: run {prog} from the project root (where "
               "scrapy.cfg is), or set SCRAPY_SETTINGS_MODULE", file=sys.stderr)
         return 2
     for pair in opts.set:
@@ -728,16 +757,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"-s takes NAME=VALUE, got {pair!r}")
         settings.set(name, value, priority="cmdline")
     try:
-        serve(settings, **serve_options(opts))
+        run(settings, opts)
     except (ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: cannot serve on {opts.host}:{opts.port}: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``docscraper-mcp`` console script (:func:`console_main`)."""
+    return console_main(argv, prog="docscraper-mcp", description="docscraper's MCP server",
+                        add_options=add_server_options,
+                        run=lambda settings, opts: serve(settings, **serve_options(opts)))
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ the way the MCP server does (:func:`docscraper.ops.launch.start_crawl`: a detach
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import deque
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from docscraper.config import ConfigError, DocscraperConfig
@@ -26,11 +28,18 @@ from docscraper.ops.launch import start_crawl
 from docscraper.ops.sources import SourceError
 from docscraper.storage.backends import open_state_store
 from docscraper.storage.runs import running_runs
-from docscraper.storage.state import database_exists
+from docscraper.storage.state import StateError, database_exists, iso_utc
 
-__all__ = ["ScheduledSource", "due_crawls", "start_due"]
+__all__ = ["MISSED_AFTER", "ScheduleLoop", "ScheduledSource", "due_crawls", "schedule_state", "schedule_states",
+           "start_due"]
 
 logger = logging.getLogger(__name__)
+
+#: A scheduled run that has been due this long without starting is *missed* (no server or cron job was running,
+#: or the cap on crawls at once held it back).
+MISSED_AFTER = timedelta(minutes=5)
+#: The results that make a scheduled source's last run *failed*.
+FAILED_RESULTS = frozenset({"failed", "aborted"})
 
 @dataclass(frozen=True)
 class ScheduledSource:
@@ -87,6 +96,22 @@ def due_crawls(config: DocscraperConfig, now: datetime | None = None, *, jitter:
         store.close()
 
 
+def schedule_state(entry: ScheduledSource, now: datetime) -> dict[str, Any]:
+    """A scheduled source as ``scrapy status`` and the dashboard show it: :meth:`ScheduledSource.as_dict`, and
+    ``missed`` (due for :data:`MISSED_AFTER` and not started), ``overdue_s`` and ``failed`` (its last run failed or
+    was aborted)."""
+    missed = entry.due and now - entry.next_run >= MISSED_AFTER
+    return {**entry.as_dict(), "missed": missed,
+            "overdue_s": round((now - entry.next_run).total_seconds()) if entry.due else 0,
+            "failed": entry.last_result in FAILED_RESULTS}
+
+
+def schedule_states(config: DocscraperConfig, now: datetime | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`schedule_state` of every scheduled source, by name."""
+    now = now or datetime.now(UTC)
+    return {entry.name: schedule_state(entry, now) for entry in due_crawls(config, now)}
+
+
 def _created(scope: dict[str, Any], now: datetime) -> datetime:
     """When a never-crawled source's schedule started: ``schedule_since`` as stored, else now."""
     since = scope.get("schedule_since")
@@ -113,3 +138,48 @@ def start_due(config: DocscraperConfig, now: datetime | None = None, *, max_runn
             continue
         outcomes.append({"source": entry.name, **started})
     return outcomes
+
+
+class ScheduleLoop:
+    """:func:`start_due` every *tick* seconds, as ``scrapy serve`` runs it (:meth:`run` on its event loop, each
+    round on a worker thread), keeping the last rounds that started or skipped something for the dashboard."""
+
+    def __init__(self, config: DocscraperConfig, *, tick: float, settings: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.tick = tick
+        self.settings = dict(settings or {})
+        self.rounds: deque[dict[str, Any]] = deque(maxlen=50)
+        self.last_tick: datetime | None = None
+
+    def run_once(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        now = now or datetime.now(UTC)
+        error = None
+        try:
+            outcomes = start_due(self.config, now, max_running=self.config.server_max_crawls or None,
+                                 settings=self.settings)
+        except (SourceError, StateError, ConfigError, OSError) as exc:
+            outcomes, error = [], str(exc)
+            logger.error("Scheduled recrawls: %s", exc)
+        self.last_tick = now
+        if outcomes or error:
+            self.rounds.appendleft({"at": iso_utc(now), "outcomes": outcomes, "error": error})
+        for outcome in outcomes:
+            if outcome.get("started"):
+                logger.info("Scheduled recrawls: started a due recrawl of %s", outcome.get("source"))
+            else:
+                logger.warning("Scheduled recrawls: a due recrawl of %s did not start: %s", outcome.get("source"),
+                               outcome.get("why"))
+        return outcomes
+
+    async def run(self) -> None:
+        """Rounds until cancelled; a round that fails unexpectedly is logged and the next one comes."""
+        while True:
+            try:
+                await asyncio.to_thread(self.run_once)
+            except Exception:
+                logger.exception("Scheduled recrawls: a round failed")
+            await asyncio.sleep(self.tick)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tick_s": self.tick, "last_tick": iso_utc(self.last_tick) if self.last_tick else None,
+                "rounds": list(self.rounds)}

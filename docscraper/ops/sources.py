@@ -685,6 +685,20 @@ def _probe_folder(url: str, llms_txt: str | None, prober: _Prober) -> ProbeResul
 # -- the registry ------------------------------------------------------------------------------------
 
 
+def probe_source(config: DocscraperConfig, url: str, *, llms_txt: str | None = None, timeout: float = 10.0,
+                 user_agent: str | None = None, trust_host: bool = True,
+                 credentials: Credentials | None = None) -> ProbeResult:
+    """:func:`probe_site` through the crawl's SSRF guard (``DOCSCRAPER_SSRF_GUARD_ENABLED``), as
+    :func:`add_source` probes before it registers: *trust_host* trusts the URL's own host (and *llms_txt*'s) as a
+    crawl of the source would."""
+    guard = None
+    if config.ssrf_guard_enabled:
+        trusted = [urlsplit(u).hostname or "" for u in (url, llms_txt) if u] if trust_host else []
+        guard = ProbeGuard(config, trusted)
+    return probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent, guard=guard,
+                      credentials=credentials)
+
+
 def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence[str] = (),
                block: Sequence[str] = (), max_depth: int | None = None, max_pages: int | None = None,
                llms_txt: str | None = None, probe: bool = True, timeout: float = 10.0,
@@ -739,12 +753,8 @@ def add_source(config: DocscraperConfig, name: str, url: str, *, allow: Sequence
         if store is not None:
             _check_conflicts(store, name, normalized)
             _check_version_free(store, scope)
-    guard = None
-    if config.ssrf_guard_enabled:
-        trusted = [urlsplit(u).hostname or "" for u in (url, llms_txt) if u] if trust_host else []
-        guard = ProbeGuard(config, trusted)
-    result = (probe_site(url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent, guard=guard,
-                         credentials=loaded) if probe else None)
+    result = (probe_source(config, url, llms_txt=llms_txt, timeout=timeout, user_agent=user_agent,
+                           trust_host=trust_host, credentials=loaded) if probe else None)
     if result is not None and (result.status is None or not 200 <= result.status < 400):
         # a local folder that is missing, unreadable or empty is bad input, not a site that is down
         error = SourceArgumentError if urlsplit(url).scheme.lower() == "file" else SourceError

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -379,8 +380,18 @@ def _current_revision(connection: Any) -> str | None:
     return str(versions[0]) if len(versions) == 1 else None
 
 
+#: Alembic's command API keeps its context in module globals: one migration at a time in a process (a server's
+#: scheduler and a request may open a new database together).
+_MIGRATING = threading.Lock()
+
+
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the schema to *revision* (the newest by default); a no-op when it is there already."""
+    with _MIGRATING:
+        _migrate(engine, revision)
+
+
+def _migrate(engine: Engine, revision: str) -> None:
     if revision == "head":
         with engine.connect() as connection:
             if _current_revision(connection) == SCHEMA_HEAD:
