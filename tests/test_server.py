@@ -310,3 +310,19 @@ def test_a_server_killed_mid_crawl_and_restarted_starts_no_second_run(site: Docs
         (schedule,) = api.get("/api/status").json()["schedules"]
         assert not schedule["due"] and not schedule["missed"]
         assert "started a due recrawl" not in second.log.read_text()
+
+
+def test_a_private_source_takes_only_the_references_the_operator_listed(tmp_path: Path) -> None:
+    env = server_env(tmp_path / "data", DOCS_TOKEN="Authorization: Bearer value-that-must-not-show")
+    with serving(tmp_path, "--no-schedule", "-s", "DOCSCRAPER_SERVER_CREDENTIALS=env:DOCS_TOKEN", env=env) as served:
+        client = served.logged_in()
+        page = client.get("/").text
+        assert '<option value="env:DOCS_TOKEN"' in page and "value-that-must-not-show" not in page
+        form = {"csrf": csrf_of(page), "action": "add", "name": "private", "url": "http://127.0.0.1:9/docs/"}
+        refused = client.post("/sources", data={**form, "auth_headers": "env:HOME"})
+        assert refused.status_code == 400 and "not allowed for this server" in refused.text
+        # an allowed reference is read, and the site is probed with it (here: down); the value never shows
+        answer = client.post("/sources", data={**form, "auth_headers": "env:DOCS_TOKEN"})
+        assert answer.status_code == 400 and "not added" in answer.text
+        assert "value-that-must-not-show" not in answer.text
+    assert "value-that-must-not-show" not in served.log.read_text()

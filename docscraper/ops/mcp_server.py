@@ -234,7 +234,7 @@ class DocsTools:
                    latest: bool = False) -> dict[str, Any]:
         with _errors(self), self._index_lock:
             self.check_client_url(url, "url")
-            credentials = self._client_credentials({"headers": auth_headers, "basic": auth_basic,
+            credentials = self.client_credentials({"headers": auth_headers, "basic": auth_basic,
                                                     "cookies": auth_cookies})
             if llms_txt:
                 self.check_client_url(llms_txt, "llms_txt")
@@ -248,7 +248,7 @@ class DocsTools:
             )
         return self.answer({"source": info.as_dict(), "probe": probe.as_dict() if probe is not None else None})
 
-    def _client_credentials(self, given: dict[str, str | None]) -> CredentialRefs:
+    def client_credentials(self, given: dict[str, str | None]) -> CredentialRefs:
         """The credential references a client gave, each one the operator allowed
         (``DOCSCRAPER_SERVER_CREDENTIALS``); :class:`SourceArgumentError` otherwise."""
         try:

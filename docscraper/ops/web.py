@@ -228,7 +228,8 @@ def routes(app: App) -> list[Any]:
                            values: dict[str, str] | None = None, status: int = 200) -> Response:
         rows = app.tools.answer(await call(dashboard.sources_overview, config))
         return render(request, "sources.html", {"sources": rows, "error": error, "probe": probe,
-                                                "values": values or {}, "scheduler": _scheduler(app)}, status)
+                                                "values": values or {}, "scheduler": _scheduler(app),
+                                                "references": list(config.server_credentials)}, status)
 
     async def index(request: Request) -> Response:
         return await sources_page(request)
@@ -249,7 +250,9 @@ def routes(app: App) -> list[Any]:
                 max_pages=_number(values, "max_pages"), timeout=app.tools.probe_timeout,
                 user_agent=app.tools.user_agent, trust_host=app.trust_hosts,
                 library=values.get("library", "").strip() or None, version=values.get("version", "").strip() or None,
-                latest=bool(values.get("latest")), schedule=values.get("schedule", "").strip() or None)
+                latest=bool(values.get("latest")), schedule=values.get("schedule", "").strip() or None,
+                credentials=app.tools.client_credentials(
+                    {kind: values.get(f"auth_{kind}") or None for kind in ("headers", "basic", "cookies")}))
         except handled as exc:
             status, text = failure(request, exc)
             return await sources_page(request, error=text, values=values, status=status)
