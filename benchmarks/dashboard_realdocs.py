@@ -44,6 +44,7 @@ def serve_folder(folder: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
 
 
 def start_server(data: Path, log: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    started = log.read_text().count("dashboard at ") if log.exists() else 0
     env = {**os.environ, "DOCSCRAPER_DATA_DIR": str(data), "HF_HUB_OFFLINE": "1"}
     env.pop("DOCSCRAPER_SERVER_TOKEN", None)
     with log.open("a") as out:
@@ -54,7 +55,7 @@ def start_server(data: Path, log: Path) -> tuple[subprocess.Popen[bytes], str, s
         text = log.read_text()
         base = re.findall(r"dashboard at (http://\S+:\d+)/ ", text)
         token = re.findall(r"login\?token=(\S+)", text)
-        if base and token and len(base) == len(token) and process.poll() is None:
+        if len(base) > started and len(token) == len(base) and process.poll() is None:
             return process, base[-1], token[-1]
         if process.poll() is not None or time.monotonic() > deadline:
             raise SystemExit(f"the server did not start:\n{text[-3000:]}")
