@@ -51,7 +51,11 @@ from docscraper.storage.backends import open_state_store
 from docscraper.storage.runs import lock_alive
 from docscraper.storage.state import utcnow
 
-__all__ = ["OVERRIDES", "SETTINGS_ENV", "crawl_arguments", "project_root", "start_crawl"]
+__all__ = ["OVERRIDES", "SETTINGS_ENV", "CrawlRunning", "crawl_arguments", "project_root", "start_crawl"]
+
+
+class CrawlRunning(SourceError):
+    """A crawl of the source runs already (or was started from this process and has not opened its run yet)."""
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +150,7 @@ def start_crawl(config: DocscraperConfig, name: str, *, full: bool = False, due:
     with _lock:
         running = _running(config, name)
         if running:
-            raise SourceError(f"a crawl of source {name!r} is running ({running}); wait for it to finish "
+            raise CrawlRunning(f"a crawl of source {name!r} is running ({running}); wait for it to finish "
                               "(crawl_status, or scrapy status)")
         if max_running is not None and (count := _running_count(config)) >= max_running:
             raise SourceError(f"{count} crawl(s) are running, the most this server starts at once "

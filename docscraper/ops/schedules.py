@@ -24,7 +24,7 @@ from typing import Any
 
 from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.crawl.recrawls import jitter_for, parse_schedule
-from docscraper.ops.launch import start_crawl
+from docscraper.ops.launch import CrawlRunning, start_crawl
 from docscraper.ops.sources import SourceError
 from docscraper.storage.backends import open_state_store
 from docscraper.storage.runs import running_runs
@@ -125,14 +125,18 @@ def _created(scope: dict[str, Any], now: datetime) -> datetime:
 
 def start_due(config: DocscraperConfig, now: datetime | None = None, *, max_running: int | None = None,
               jitter: float = 0.1, settings: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """Start the crawls that are due (``--due`` recrawls) and say what happened to each: ``started`` with how,
-    or ``skipped`` with why (a crawl of it running, the cap on crawls at once)."""
+    """Start the crawls that are due (``--due`` recrawls) and say what happened to each: ``started`` with how, or
+    not with ``why`` (the cap on crawls at once, a failure to start; ``running`` when a crawl of it runs already)."""
     outcomes = []
     for entry in due_crawls(config, now, jitter=jitter):
         if not entry.due:
             continue
         try:
             started = start_crawl(config, entry.name, due=True, settings=settings, max_running=max_running)
+        except CrawlRunning as exc:
+            # started a moment ago and not yet recorded as running: not a skipped run
+            outcomes.append({"source": entry.name, "started": False, "running": True, "why": str(exc)})
+            continue
         except SourceError as exc:
             outcomes.append({"source": entry.name, "started": False, "why": str(exc)})
             continue
@@ -161,6 +165,8 @@ class ScheduleLoop:
             outcomes, error = [], str(exc)
             logger.error("Scheduled recrawls: %s", exc)
         self.last_tick = now
+        # a source whose crawl runs already is no news
+        outcomes = [outcome for outcome in outcomes if not outcome.get("running")]
         if outcomes or error:
             self.rounds.appendleft({"at": iso_utc(now), "outcomes": outcomes, "error": error})
         for outcome in outcomes:
