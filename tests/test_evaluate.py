@@ -248,6 +248,10 @@ def test_a_json_array_gives_each_question_its_line(tmp_path: Path) -> None:
     ("benchmarks/python_docs_questions.json", 48, 0),
     ("benchmarks/postgresql_docs_questions.json", 68, 0),
     ("benchmarks/typer_docs_questions.json", 78, 0),
+    ("benchmarks/javadoc_docs_questions.json", 32, 0),
+    ("benchmarks/doxygen_docs_questions.json", 32, 0),
+    ("benchmarks/rustdoc_docs_questions.json", 32, 0),
+    ("benchmarks/texinfo_docs_questions.json", 32, 0),
 ])
 def test_the_shipped_question_sets_load(path: str, count: int, unscored: int) -> None:
     questions = load_questions(ROOT / path)
