@@ -340,3 +340,23 @@ def test_pages_over_the_size_cap_are_skipped_and_kept(shared_site: DocsServer, c
     assert report["stats"]["success.removed"] == 0
     table = pages_table(capped)
     assert table["./"][0] == "active" and table["changelog.html"][0] == "active"
+
+
+def test_a_crawl_that_does_not_render_never_imports_playwright(site: DocsServer, tmp_path: Path) -> None:
+    """Python's own import log (PYTHONPROFILEIMPORTTIME) of a whole crawl names no Playwright module; only a run
+    that renders loads scrapy-playwright, and Playwright with it."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    env = dict(os.environ, DOCSCRAPER_DATA_DIR=str(tmp_path / "data"), HF_HUB_OFFLINE="1", PYTHONWARNINGS="",
+               PYTHONPROFILEIMPORTTIME="1")
+    proc = subprocess.run([sys.executable, "-m", "scrapy", "crawl", "docs", "-a", f"source={site.url('/docs/')}",
+                           "-a", "max_pages=3", "-s", "DOCSCRAPER_INDEX_ENABLED=0"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")]
+    assert "scrapy" in imported and "docscraper.crawl.rendering" in imported  # the log is there
+    assert not [name for name in imported if "playwright" in name], "a crawl that renders nothing imported Playwright"

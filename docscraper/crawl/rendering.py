@@ -57,7 +57,6 @@ from urllib.parse import urlsplit
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, Settings
 from scrapy.utils.misc import build_from_crawler, load_object
-from scrapy_playwright.page import PageMethod
 from twisted.python.failure import Failure
 
 from docscraper.config import ConfigError, DocscraperConfig
@@ -191,6 +190,9 @@ async def _settle(page: Any, timeout: float) -> None:
 
 def render_meta(config: DocscraperConfig) -> dict[str, Any]:
     """The meta keys that make a page request rendered."""
+    # here, not with the module: only a crawl that renders imports scrapy-playwright (and Playwright)
+    from scrapy_playwright.page import PageMethod
+
     return {
         "playwright": True,
         "playwright_page_methods": [PageMethod(_settle, config.render_idle_timeout)],
