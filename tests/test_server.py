@@ -100,15 +100,15 @@ def csrf_of(page: str) -> str:
 
 
 def test_tokens_sessions_and_csrf_tokens_are_derived_and_checked() -> None:
-    access = Access("s3cret-token-0123456789", port=8766, generated=False)
+    access = Access("s3cret-token-0123456789", port=8766)
     assert access.token_ok("s3cret-token-0123456789") and access.token_ok("  s3cret-token-0123456789 ")
     assert not access.token_ok("s3cret-token-012345678") and not access.token_ok("") and not access.token_ok(None)
     assert access.session_ok(access.session) and not access.session_ok(access.csrf) and not access.session_ok(None)
     assert access.csrf_ok(access.csrf) and not access.csrf_ok(access.session)
     assert "s3cret" not in access.session + access.csrf + access.cookie
-    other = Access("another-token-0123456789", port=8766, generated=False)
+    other = Access("another-token-0123456789", port=8766)
     assert other.session != access.session and other.csrf != access.csrf
-    assert Access("s3cret-token-0123456789", port=8767, generated=False).cookie != access.cookie
+    assert Access("s3cret-token-0123456789", port=8767).cookie != access.cookie
 
 
 def test_the_login_the_session_and_every_refusal(tmp_path: Path) -> None:

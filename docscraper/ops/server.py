@@ -234,7 +234,7 @@ async def _serve(config: DocscraperConfig, tools: DocsTools, token: str, configu
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     hosts = host_names(host, bound, extra_hosts)
-    access = Access(token, port=bound, generated=not configured)
+    access = Access(token, port=bound)
     scheduler = ScheduleLoop(config, tick=tick, settings=crawl_settings) if tick else None
     mcp = build_server(tools, log_level="WARNING")
     state = App(config, tools, access, scheduler, crawl_settings, trust_hosts=is_loopback(host))

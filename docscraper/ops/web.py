@@ -21,6 +21,7 @@ from urllib.parse import urlencode
 
 from docscraper import __version__
 from docscraper.config import ConfigError, DocscraperConfig
+from docscraper.crawl.progress import format_duration
 from docscraper.ops import dashboard
 from docscraper.ops.launch import start_crawl
 from docscraper.ops.mcp_server import DocsTools
@@ -60,9 +61,8 @@ class Access:
     """The server's token and what is derived from it: the session cookie's value and the CSRF token (HMACs of the
     token: they hold across restarts with a configured token, and reveal nothing of it)."""
 
-    def __init__(self, token: str, *, port: int, generated: bool) -> None:
+    def __init__(self, token: str, *, port: int) -> None:
         key = token.encode()
-        self.generated = generated
         self.token_digest = hashlib.sha256(key).digest()
         self.session = hmac.new(key, b"docscraper dashboard session", hashlib.sha256).hexdigest()
         self.csrf = hmac.new(key, b"docscraper dashboard csrf", hashlib.sha256).hexdigest()
@@ -131,11 +131,7 @@ def _size(value: Any) -> str:
 
 
 def _duration(value: Any) -> str:
-    if value is None:
-        return "-"
-    seconds = int(float(value))
-    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s" if seconds < 3600 else \
-        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return "-" if value is None else format_duration(float(value))
 
 
 class Refused(Exception):
