@@ -155,3 +155,50 @@ def test_admonitions_side_by_side_stay_apart_and_code_stays_unquoted() -> None:
         "> **Note:** One.\n\n> **Tip:** Two.\n\n**Warning:** Run:\n\n```python\nrm -rf build\n```\n\n"
         "A div.note without a title is text.\n\nPlain.\n"
     )
+
+
+# rustdoc 1.63: each impl block's and each method's heading is the <summary> of a <details> toggle, with the
+# notable-traits tooltip and the playground's "Run" link beside it.
+RUSTDOC = """<!DOCTYPE html><html lang="en"><head><title>Vec in std::vec - Rust</title></head><body class="rustdoc struct">
+<nav class="sidebar"><a href="../index.html">std</a></nav><main><div class="width-limiter"><section id="main-content" class="content">
+<h1 class="fqn"><span class="in-band">Struct <a href="../index.html">std</a>::<a href="index.html">vec</a>::<a class="struct" href="#">Vec</a></span></h1>
+<details class="rustdoc-toggle top-doc" open><summary class="hideme"><span>Expand description</span></summary>
+<div class="docblock"><p>A contiguous growable array type, written as <code>Vec&lt;T&gt;</code>.</p></div></details>
+<h2 id="implementations" class="small-section-header">Implementations</h2><div id="implementations-list">
+<details class="rustdoc-toggle implementors-toggle" open><summary><section id="impl-Vec%3CT%2C%20A%3E" class="impl has-srclink">
+<a href="#impl-Vec%3CT%2C%20A%3E" class="anchor"></a><h3 class="code-header in-band">impl&lt;T, A&gt; Vec&lt;T, A&gt;</h3></section></summary>
+<div class="impl-items"><details class="rustdoc-toggle method-toggle" open><summary><section id="method.split_off" class="method has-srclink">
+<div class="rightside"><span class="since" title="Stable since Rust version 1.4.0">1.4.0</span> · <a class="srclink" href="#">source</a></div>
+<h4 class="code-header">pub fn <a href="#method.split_off" class="fnname">split_off</a>(&amp;mut self, at: usize) -&gt; Vec&lt;T, A&gt;<span class="notable-traits"><span class="notable-traits-tooltip">ⓘ<div class="notable-traits-tooltiptext"><span class="docblock"><div class="notable">Notable traits for Vec&lt;u8, A&gt;</div></span></div></span></span></h4></section></summary>
+<div class="docblock"><p>Splits the collection into two at the given index.</p>
+<div class="example-wrap"><pre class="rust rust-example-rendered"><code>let mut vec = vec![1, 2, 3];
+let vec2 = vec.split_off(1);</code></pre><a class="test-arrow" target="_blank" href="https://play.rust-lang.org/">Run</a></div>
+</div></details></div></details></div></section></div></main></body></html>"""
+
+# Doxygen 1.9: code is a div.fragment of div.line rows, each with its line-number gutter; hidden tooltips follow.
+DOXYGEN = """<!DOCTYPE html><html><head><title>SDL2: SDL_bits.h File Reference</title></head><body>
+<div id="top"><div id="titlearea">SDL2</div></div><div class="header"><div class="headertitle"><div class="title">SDL_bits.h File Reference</div></div></div>
+<div class="contents"><h2 class="groupheader">Function Documentation</h2>
+<h2 class="memtitle"><span class="permalink"><a href="#a1">&#9670;&nbsp;</a></span>SDL_HasExactlyOneBitSet32()</h2>
+<div class="memitem"><div class="memdoc"><p>Definition at line 110 of file SDL_bits.h.</p>
+<div class="fragment"><div class="line"><a id="l00111" name="l00111"></a><span class="lineno">  111</span>{</div>
+<div class="line"><a id="l00112" name="l00112"></a><span class="lineno">  112</span>    <span class="keywordflow">if</span> (x &amp;&amp; !(x &amp; (x - 1))) {</div>
+<div class="line"><a id="l00113" name="l00113"></a><span class="lineno">  113</span>        <span class="keywordflow">return</span> <a class="code" href="#t">SDL_TRUE</a>;</div>
+<div class="line"><span class="lineno">  114</span>    }</div>
+<div class="ttc" id="t"><div class="ttname"><a href="#t">SDL_TRUE</a></div><div class="ttdeci">@ SDL_TRUE</div></div>
+</div></div></div></div></body></html>"""
+
+
+def test_rustdoc_method_headings_stay_headings() -> None:
+    markdown = extract_html(RUSTDOC, URL).markdown
+    assert "\n### impl<T, A> Vec<T, A>\n" in markdown
+    assert "\n#### pub fn split_off(&mut self, at: usize) -> Vec<T, A>\n\nSplits the collection into two" in markdown
+    assert "**" not in markdown  # no heading written as a bold paragraph
+    assert "Notable traits" not in markdown and "ⓘ" not in markdown and "[Run]" not in markdown
+    assert "```rust\nlet mut vec = vec![1, 2, 3];\nlet vec2 = vec.split_off(1);\n```" in markdown
+
+
+def test_doxygen_code_fragments_are_code_blocks() -> None:
+    markdown = extract_html(DOXYGEN, URL).markdown
+    assert "```\n{\n    if (x && !(x & (x - 1))) {\n        return SDL_TRUE;\n    }\n```" in markdown
+    assert "111" not in markdown and "@ SDL_TRUE" not in markdown

@@ -6,7 +6,8 @@ needs beyond its defaults is done first on the lxml tree, so that the HTML it re
 exactly what the Markdown must hold:
 
 * each ``<pre>`` becomes ``<pre><code class="language-LANG">`` with its verbatim text (gutters gone,
-  alternative versions of one example joined), so every fence keeps its language;
+  alternative versions of one example joined), so every fence keeps its language; Doxygen's code
+  (``div.fragment`` rows) becomes a ``<pre>`` first;
 * API signatures (Sphinx ``dt.sig``, Texinfo ``@deffn``) become one code span, other definition terms
   bold paragraphs, definitions plain blocks (indented definitions would read as code in CommonMark);
 * reStructuredText's indentation blockquotes, and quotes around code or tables, become plain blocks, so
@@ -16,7 +17,8 @@ exactly what the Markdown must hold:
   ``tip``, ...) with its ``h3.title`` or its layout table (``<th>`` label), asciidoc's and asciidoctor's
   ``div.admonitionblock`` table (``td.icon`` label, ``td.content``). One that holds code, a table or a
   definition list is a plain block led by the label, so that fences and pipes stay unquoted;
-* rubrics become bold paragraphs, ``<summary>`` a bold paragraph, ``<details>``,
+* rubrics become bold paragraphs, ``<summary>`` a bold paragraph (a plain block when it holds a heading, as
+  rustdoc's impl and method summaries do), ``<details>``,
   ``<figure>`` and the sectioning elements plain blocks;
 * links and images get absolute, safe URLs (:class:`~docscraper.content.extraction.links.LinkResolver`);
   images in headings and table cells become their alt text; MathML becomes its TeX annotation;
@@ -40,6 +42,7 @@ from docscraper.content.extraction._dom import (
     HEADING_NAMES,
     Node,
     attr,
+    classes,
     collapse_ws,
     has_ancestor,
     has_descendant,
@@ -52,6 +55,7 @@ from docscraper.content.extraction._dom import (
 from docscraper.content.extraction.code import code_language, code_text
 from docscraper.content.extraction.links import LinkResolver
 from docscraper.content.extraction.normalize import normalize_markdown
+from docscraper.content.extraction.structure import LINENO_TOKENS
 from docscraper.content.images import image_alt, image_source
 from docscraper.content.markdown import closes_fence, fence_open
 
@@ -131,6 +135,25 @@ def _is_signature(dt: Node) -> bool:
     return dt.get("id") is not None and any(set(tokens(node)) & _SIGNATURE_NAME_TOKENS for node in dt.iterdescendants())
 
 
+def _rewrite_fragments(root: Node) -> None:
+    """Doxygen writes code as ``div.fragment`` of ``div.line`` rows (a ``span.lineno`` gutter in each, hidden
+    ``div.ttc`` tooltips among them), not as ``<pre>``: each becomes the ``<pre>`` of its rows' text."""
+    for fragment in list(root.iter("div")):
+        if "fragment" not in classes(fragment) or fragment.getparent() is None:
+            continue
+        lines = [child for child in fragment if child.tag == "div" and "line" in classes(child)]
+        if not lines:
+            continue
+        rows = []
+        for line in lines:
+            for gutter in [el for el in line.iter() if el is not line and set(classes(el)) & LINENO_TOKENS]:
+                gutter.drop_tree()  # its tail, the row's indentation, stays
+            rows.append("".join(line.itertext()).rstrip())
+        pre = fragment.makeelement("pre", {})
+        pre.text = "\n".join(rows)
+        replace(fragment, pre)
+
+
 def _rewrite_code(root: Node) -> None:
     for pre in list(root.iter("pre")):
         if pre.getparent() is None or has_ancestor(pre, ("pre",)):
@@ -179,6 +202,9 @@ def _rewrite_blocks(root: Node) -> None:
         ):
             _wrap_children(p, "strong")
     for summary in list(root.iter("summary")):
+        if has_descendant(summary, HEADING_NAMES):
+            summary.tag = "div"  # rustdoc: each impl block's and method's heading is a <details>' summary
+            continue
         summary.tag = "p"
         if not has_descendant(summary, ("strong", "b")):
             _wrap_children(summary, "strong")
@@ -399,6 +425,7 @@ def _finish(markdown: str) -> str:
 
 def to_markdown(main: Node, resolve: LinkResolver) -> str:
     """The normalized Markdown of ``main``; the element is rewritten in place for the converter."""
+    _rewrite_fragments(main)
     _rewrite_code(main)
     _rewrite_definitions(main)
     _rewrite_blocks(main)
