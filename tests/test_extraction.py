@@ -703,13 +703,14 @@ def test_inline_code_is_one_line_and_adjacent_spans_stay_apart() -> None:
 
 def test_text_that_looks_like_markdown_syntax_is_escaped() -> None:
     # DocBook's literallayout: a plain-text README with <br> line breaks. Unescaped, the dashes made a
-    # heading of the line above, "- " lines list items and the tildes an unclosed code fence.
+    # heading of the line above, "- " lines list items and the tildes an unclosed code fence. Each <br> is a
+    # hard break (a backslash at the end of the line), so the lines render apart as they do in the page.
     html = (
         '<div class="literallayout"><p><br>\n      Requirements<br>\n------------<br>\n'
         "- You need a recent OS.<br>\n~~~~~~<br>\n# pkg install x<br>\n</p></div>"
     )
     assert extract_html(html, "https://e.com/").markdown == (
-        "Requirements\n\\------------\n\\- You need a recent OS.\n\\~~~~~~\n\\# pkg install x\n"
+        "Requirements\\\n\\------------\\\n\\- You need a recent OS.\\\n\\~~~~~~\\\n\\# pkg install x\n"
     )
 
 

@@ -202,3 +202,30 @@ def test_doxygen_code_fragments_are_code_blocks() -> None:
     markdown = extract_html(DOXYGEN, URL).markdown
     assert "```\n{\n    if (x && !(x & (x - 1))) {\n        return SDL_TRUE;\n    }\n```" in markdown
     assert "111" not in markdown and "@ SDL_TRUE" not in markdown
+
+
+def test_a_line_break_stays_a_hard_break() -> None:
+    # javadoc's StopWatch rules, one per <br>: trailing spaces (html-to-markdown's default hard break) would be
+    # stripped with all trailing white space, and the rules would render as one line
+    markdown = extract_html("<main><p>1. split() cannot be invoked twice<br>2. unsplit() may only be called if the "
+                            "watch has been split()<br>3. suspend() cannot be invoked twice</p></main>", URL).markdown
+    assert markdown == ("1\\. split() cannot be invoked twice\\\n2. unsplit() may only be called if the watch has been "
+                        "split()\\\n3. suspend() cannot be invoked twice\n")
+
+
+def test_javadoc_summary_grids_are_tables() -> None:
+    # JDK 17 javadoc: the field summary is a CSS grid of divs, three per row after the header row
+    page = ("<main><h2>Field Summary</h2><div class=\"summary-table three-column-summary\">"
+            "<div class=\"table-header col-first\">Modifier and Type</div><div class=\"table-header col-second\">Field"
+            "</div><div class=\"table-header col-last\">Description</div>"
+            "<div class=\"col-first even-row-color\"><code>static final Fraction</code></div>"
+            "<div class=\"col-second even-row-color\"><code><a href=\"#ONE\">ONE</a></code></div>"
+            "<div class=\"col-last even-row-color\"><div class=\"block\"><code>Fraction</code> representation of 1."
+            "</div></div><div class=\"col-first odd-row-color\"><code>static final Fraction</code></div>"
+            "<div class=\"col-second odd-row-color\"><code><a href=\"#ZERO\">ZERO</a></code></div>"
+            "<div class=\"col-last odd-row-color\"><div class=\"block\"><code>Fraction</code> representation of 0."
+            "</div></div></div></main>")
+    assert extract_html(page, URL).markdown == (
+        "## Field Summary\n\n| Modifier and Type | Field | Description |\n| --- | --- | --- |\n"
+        "| `static final Fraction` | `ONE` | `Fraction` representation of 1. |\n"
+        "| `static final Fraction` | `ZERO` | `Fraction` representation of 0. |\n")

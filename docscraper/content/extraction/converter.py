@@ -8,6 +8,7 @@ exactly what the Markdown must hold:
 * each ``<pre>`` becomes ``<pre><code class="language-LANG">`` with its verbatim text (gutters gone,
   alternative versions of one example joined), so every fence keeps its language; Doxygen's code
   (``div.fragment`` rows) becomes a ``<pre>`` first;
+* javadoc's summary grids (``div.summary-table``) become the tables they draw;
 * API signatures (Sphinx ``dt.sig``, Texinfo ``@deffn``) become one code span, other definition terms
   bold paragraphs, definitions plain blocks (indented definitions would read as code in CommonMark);
 * reStructuredText's indentation blockquotes, and quotes around code or tables, become plain blocks, so
@@ -63,6 +64,7 @@ __all__ = ["HEADING_TAIL_RE", "INVISIBLE_RE", "to_markdown"]
 
 _OPTIONS = html_to_markdown.ConversionOptions(
     heading_style="atx",
+    newline_style="backslash",  # a <br> stays a hard break: trailing spaces would be stripped by normalize_markdown
     bullets="-",
     list_indent_width=2,
     escape_asterisks=True,
@@ -152,6 +154,28 @@ def _rewrite_fragments(root: Node) -> None:
         pre = fragment.makeelement("pre", {})
         pre.text = "\n".join(rows)
         replace(fragment, pre)
+
+
+def _rewrite_grids(root: Node) -> None:
+    """javadoc (JDK 16 and later) draws its summaries as CSS grids, not tables: a ``div.summary-table`` whose
+    children are its cells in reading order, the first row ``div.table-header``. Each becomes the table it
+    shows, so that a field's type, name and description stay one row."""
+    for grid in list(root.iter("div")):
+        if "summary-table" not in classes(grid) or grid.getparent() is None:
+            continue
+        cells = [child for child in grid if child.tag == "div"]
+        width = sum(1 for cell in cells if "table-header" in classes(cell))
+        if width < 2 or len(cells) % width:
+            continue
+        table = grid.makeelement("table", {})
+        for start in range(0, len(cells), width):
+            row = etree.SubElement(table, "tr")
+            for cell in cells[start:start + width]:
+                cell.tag = "th" if start == 0 else "td"
+                cell.attrib.clear()
+                cell.tail = None
+                row.append(cell)
+        replace(grid, table)
 
 
 def _rewrite_code(root: Node) -> None:
@@ -426,6 +450,7 @@ def _finish(markdown: str) -> str:
 def to_markdown(main: Node, resolve: LinkResolver) -> str:
     """The normalized Markdown of ``main``; the element is rewritten in place for the converter."""
     _rewrite_fragments(main)
+    _rewrite_grids(main)
     _rewrite_code(main)
     _rewrite_definitions(main)
     _rewrite_blocks(main)
