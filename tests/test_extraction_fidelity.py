@@ -229,3 +229,14 @@ def test_javadoc_summary_grids_are_tables() -> None:
         "## Field Summary\n\n| Modifier and Type | Field | Description |\n| --- | --- | --- |\n"
         "| `static final Fraction` | `ONE` | `Fraction` representation of 1. |\n"
         "| `static final Fraction` | `ZERO` | `Fraction` representation of 0. |\n")
+
+
+def test_an_asciidoc_articles_title_is_content() -> None:
+    # an article's <div id="header"> holds only its <h1>, which says what <title> says
+    page = ("<html><head><title>How to revert a faulty merge</title></head><body><div id=\"header\">"
+            "<h1>How to revert a faulty merge</h1></div><div id=\"content\"><div class=\"paragraph\"><p>Alan said "
+            "that a merge broke the master branch, and that reverting it was only half of the story.</p></div>"
+            "</div><div id=\"footer\"><div id=\"footer-text\">Last updated 2023-08-21</div></div></body></html>")
+    assert extract_html(page, URL).markdown == (
+        "# How to revert a faulty merge\n\nAlan said that a merge broke the master branch, and that reverting it "
+        "was only half of the story.\n")

@@ -2,8 +2,9 @@
 
 A container chosen without the page's ``<h1>`` gets the document's own header back: the block just before
 it that holds the ``<h1>`` with words of its own beside it (asciidoc's and asciidoctor's ``<div
-id="header">``: a man page's title and its NAME line) is moved to the container's start. A block that
-is only a heading (a site name in a menu bar) or mostly links stays out.
+id="header">``: a man page's title and its NAME line), or only an ``<h1>`` that says what the page's
+``<title>`` says (an asciidoc article's header), is moved to the container's start. A block that is only
+another heading (a site name in a menu bar) or mostly links stays out.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from docscraper.content.extraction._dom import Node, attr, classes, has_descendant, prepend, text_len
+from docscraper.content.extraction._dom import Node, attr, classes, collapse_ws, has_descendant, prepend, text, text_len
 
 __all__ = ["find_main"]
 
@@ -179,6 +180,14 @@ def _take_own_header(body: Node, main: Node) -> None:
     else:
         return
     words = text_len(block)
-    if words - text_len(h1) <= 0 or words >= text_len(main) or 2 * _link_chars(block) >= words:
+    if words >= text_len(main) or 2 * _link_chars(block) >= words:
         return
+    if words - text_len(h1) <= 0 and not _is_page_title(body, h1):
+        return  # only a heading, and not the page's title: a site name in a menu bar
     prepend(main, block)
+
+
+def _is_page_title(body: Node, h1: Node) -> bool:
+    """Whether ``h1`` says what the page's ``<title>`` says (an asciidoc article's header holds only it)."""
+    title = body.getroottree().findtext(".//title")
+    return bool(title) and collapse_ws(title).casefold() == collapse_ws(text(h1)).casefold()
