@@ -6,6 +6,7 @@ retrieval is measured in tests/test_retrieval.py and benchmarks/retrieval_eval.p
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -138,7 +139,7 @@ def test_keyword_index_is_cached_and_rebuilt_when_the_collection_changes(tmp_pat
     stale = searcher._lexical
     assert stale is not None
     assert "http://x/new.html" not in [r.metadata["url"] for r in searcher._fuse(
-        "checksums", axis(0), index.query(axis(0), 8), 8, None, 1.0, 1)]
+        "checksums", axis(0), index.query(axis(0), 8), 8, None, 1.0, 1, stale)]
 
 
 class CountingIndex(ChromaIndex):
@@ -192,6 +193,14 @@ def test_a_damaged_cache_is_rebuilt(tmp_path: Path, index: ChromaIndex) -> None:
     assert LexicalIndex.load(folder, fingerprint) is None
     rebuilt = LexicalIndex.for_index(index, folder, fingerprint)
     assert rebuilt.top("23505", 1)[0][0].startswith("url_errors-")
+    assert LexicalIndex.load(folder, fingerprint) is not None
+    # a cache written before copies were marked (no "copies" key) is rebuilt once, then kept
+    meta = json.loads((folder / "chunks.json").read_text(encoding="utf-8"))
+    assert meta["copies"] == []
+    del meta["copies"]
+    (folder / "chunks.json").write_text(json.dumps(meta), encoding="utf-8")
+    assert LexicalIndex.load(folder, fingerprint) is None
+    LexicalIndex.for_index(index, folder, fingerprint)
     assert LexicalIndex.load(folder, fingerprint) is not None
 
 

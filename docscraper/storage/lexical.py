@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from docscraper.storage.copies import copy_chunks
+
 __all__ = ["LexicalIndex", "corpus_fingerprint", "tokenize"]
 
 logger = logging.getLogger(__name__)
@@ -72,6 +74,8 @@ class LexicalIndex:
     ids: list[str]
     sources: np.ndarray  # the source of each chunk, aligned with ids
     bm25: Any
+    #: the chunks that copy a smaller page of their source (:mod:`docscraper.storage.copies`): search skips them
+    copies: frozenset[str] = frozenset()
 
     @classmethod
     def build(cls, fingerprint: str, ids: Sequence[str], sources: Sequence[str],
@@ -81,7 +85,9 @@ class LexicalIndex:
         bm25 = bm25s.BM25()
         # An empty token list would leave a chunk out of bm25s's matrix and shift every id after it.
         bm25.index([tokens or [""] for tokens in tokenize(documents)], show_progress=False)
-        return cls(fingerprint, list(ids), np.asarray(list(sources), dtype=object), bm25)
+        marks = copy_chunks(ids, sources, documents)
+        return cls(fingerprint, list(ids), np.asarray(list(sources), dtype=object), bm25,
+                   frozenset(cid for cid, copy in zip(ids, marks, strict=True) if copy))
 
     def top(self, question: str, n: int, source: str | Sequence[str] | None = None) -> list[tuple[str, float]]:
         """At most *n* ``(chunk id, score)`` pairs, best first; chunks that share no term are left out."""
@@ -111,6 +117,7 @@ class LexicalIndex:
             self.bm25.save(str(tmp / "bm25"))
             (tmp / "chunks.json").write_text(json.dumps({
                 "fingerprint": self.fingerprint, "ids": self.ids, "sources": [str(s) for s in self.sources],
+                "copies": sorted(self.copies),
             }), encoding="utf-8")
             old = folder.with_name(folder.name + ".old")
             shutil.rmtree(old, ignore_errors=True)
@@ -133,7 +140,9 @@ class LexicalIndex:
             if meta.get("fingerprint") != fingerprint:
                 return None
             bm25 = bm25s.BM25.load(str(folder / "bm25"), mmap=False)
-            return cls(fingerprint, list(meta["ids"]), np.asarray(meta["sources"], dtype=object), bm25)
+            # a cache from before copies were marked has no "copies": it is rebuilt (KeyError), once
+            return cls(fingerprint, list(meta["ids"]), np.asarray(meta["sources"], dtype=object), bm25,
+                       frozenset(meta["copies"]))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             logger.info("Rebuilding the keyword index: the cache in %s cannot be read (%s)", folder, exc)
             return None

@@ -6,7 +6,10 @@
 Ranking is hybrid: the chunks nearest to the question's vector and the chunks BM25 ranks best for its
 words (:mod:`docscraper.storage.lexical`) are fused by reciprocal rank: each ranking adds ``weight / (RRF_K +
 rank)`` to what it ranks, the vector ranking with weight 1, the keyword ranking with
-``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.75; 0 turns it off). With one result per page (the default) the
+``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.75; 0 turns it off). Chunks that copy a smaller page of their source
+(a single-page edition's: :mod:`docscraper.storage.copies`, marked when the keyword index is built) are left
+out of both rankings, so the page they copy ranks instead (with the keyword ranking off, the vector ranking is
+left as it is). With one result per page (the default) the
 pages are fused, each at the rank of its best chunk among the chunks of either ranking; with
 ``per_page=None`` the chunks themselves. A result's ``score`` stays its chunk's cosine
 similarity to the question.
@@ -139,7 +142,10 @@ class Searcher:
             hits = self.index.query(vector, wanted, sources)
             exhausted = len(hits) < wanted
             if weight > 0 and hits:
-                hits = self._fuse(question, vector, hits, wanted, sources, weight, per_page)
+                lexical = self.keywords()
+                # a copy of a smaller page's passage (a single-page edition's) gives way to that page
+                hits = [hit for hit in hits if hit.id not in lexical.copies] if lexical.copies else hits
+                hits = self._fuse(question, vector, hits, wanted, sources, weight, per_page, lexical)
             results = _results(hits, k, per_page)
             if len(results) >= k or exhausted or wanted >= MAX_CANDIDATES:
                 break
@@ -164,11 +170,11 @@ class Searcher:
         return search_sources(versions, library=library, version=version, all_versions=all_versions), versions
 
     def _fuse(self, question: str, vector: Any, hits: list[SearchHit], wanted: int, source: str | list[str] | None,
-              weight: float, per_page: int | None) -> list[SearchHit]:
-        """*hits* (the vector ranking) fused with the keyword ranking of as many chunks. Results one page
-        apiece (*per_page* set) fuse the two rankings of pages, each page ranked by its best chunk in
-        either list, and keep each page's chunks in their own order; otherwise the chunks themselves."""
-        keyword = [cid for cid, _ in self.keywords().top(question, wanted, source)]
+              weight: float, per_page: int | None, lexical: LexicalIndex) -> list[SearchHit]:
+        """*hits* (the vector ranking) fused with the keyword ranking of as many chunks (copies left out).
+        Results one page apiece (*per_page* set) fuse the two rankings of pages, each page ranked by its best
+        chunk in either list, and keep each page's chunks in their own order; otherwise the chunks themselves."""
+        keyword = [cid for cid, _ in lexical.top(question, wanted, source) if cid not in lexical.copies]
         by_id = {hit.id: hit for hit in hits}
         missing = [cid for cid in keyword if cid not in by_id]
         if missing:
