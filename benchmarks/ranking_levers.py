@@ -69,6 +69,10 @@ class Site:
     questions: list[Question]
     qvectors: np.ndarray
     folder: str = "/"  # question paths are relative to this folder of the site
+    sources: list[str] = field(default_factory=list)
+    copies: np.ndarray | None = None  # chunks that copy a smaller page (docscraper.storage.copies)
+    centroids: tuple[list[str], np.ndarray] | None = None  # page URLs, the mean of each page's chunk vectors
+    page_chunks: dict[str, int] = field(default_factory=dict)  # page URL -> its number of chunks
     keyword: dict[str, Any] = field(default_factory=dict)  # variant -> LexicalIndex
     outline: tuple[list[str], np.ndarray] | None = None  # page URLs, outline vectors
     searcher_urls: list[list[str]] = field(default_factory=list)
@@ -92,7 +96,16 @@ def load_site(name: str, index: Any, questions_path: Path, embed: Any) -> Site:
     questions = [q for q in load_questions(questions_path) if q.answers]
     qvectors = np.asarray(embed([q.text for q in questions]), dtype=np.float32)
     return Site(name, ids, [str(m.get("url", "")) for m in metas], [str(m.get("title", "")) for m in metas],
-                [str(m.get("heading", "")) for m in metas], documents, matrix, questions, qvectors)
+                [str(m.get("heading", "")) for m in metas], documents, matrix, questions, qvectors,
+                sources=[str(m.get("source", "")) for m in metas])
+
+
+def copy_marks(site: Site) -> np.ndarray:
+    from docscraper.storage.copies import copy_chunks
+
+    if site.copies is None:
+        site.copies = np.asarray(copy_chunks(site.ids, site.sources, site.documents), dtype=bool)
+    return site.copies
 
 
 def keyword_index(site: Site, variant: str) -> Any:
@@ -126,6 +139,19 @@ def outlines(site: Site, embed: Any) -> tuple[list[str], np.ndarray]:
     return site.outline
 
 
+def centroids(site: Site) -> tuple[list[str], np.ndarray]:
+    if site.centroids is None:
+        order: dict[str, list[int]] = defaultdict(list)
+        for i, url in enumerate(site.urls):
+            order[url].append(i)
+        pages = sorted(order)
+        matrix = np.vstack([site.vectors[order[url]].mean(axis=0) for url in pages])
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        site.centroids = (pages, matrix)
+        site.page_chunks = {url: len(rows) for url, rows in order.items()}
+    return site.centroids
+
+
 def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> dict[str, float]:
     """Each page's score in one chunk ranking. *decay* None: the page's rank among pages (each ranked
     by its best chunk) gives 1 / (K + rank), as :class:`~docscraper.storage.search.Searcher` did before;
@@ -145,10 +171,19 @@ def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> di
 
 
 def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None, kw: str, outline: float,
-                 embed: Any) -> list[str]:
+                 embed: Any, copies: bool = False, centroid: float = 0, lennorm: float = 0,
+                 rocchio: float = 0) -> list[str]:
     qv = site.qvectors[qi]
     sims = site.vectors @ qv
+    if rocchio > 0:  # pseudo-relevance feedback: the question moved towards its three nearest chunks
+        near = np.argsort(-sims, kind="stable")[:3]
+        qv = qv + rocchio * site.vectors[near].mean(axis=0)
+        qv = qv / np.linalg.norm(qv)
+        sims = site.vectors @ qv
     dense = list(np.argsort(-sims, kind="stable")[:POOL])
+    skip = copy_marks(site) if copies else None
+    if skip is not None:
+        dense = [i for i in dense if not skip[i]]
     total: dict[str, float] = defaultdict(float)
     order: dict[str, float] = {}
     for url, s in rrf_pages(dense, site.urls, K, decay).items():
@@ -157,6 +192,8 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         index = keyword_index(site, kw)
         position = {cid: i for i, cid in enumerate(site.ids)}
         keyword = [position[cid] for cid, _ in index.top(site.questions[qi].text, POOL)]
+        if skip is not None:
+            keyword = [i for i in keyword if not skip[i]]
         for url, s in rrf_pages(keyword, site.urls, K, decay).items():
             total[url] += w * s
     if outline > 0:
@@ -164,6 +201,15 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         best = np.argsort(-(ov @ qv), kind="stable")[:POOL]
         for rank, p in enumerate(best, 1):
             total[pages[p]] += outline / (K + rank)
+    if centroid > 0:
+        pages, cv = centroids(site)
+        best = np.argsort(-(cv @ qv), kind="stable")[:POOL]
+        for rank, p in enumerate(best, 1):
+            total[pages[p]] += centroid / (K + rank)
+    if lennorm > 0:
+        centroids(site)
+        for url in total:
+            total[url] /= site.page_chunks[url] ** lennorm
     # ties: the vector ranking's order
     for rank, i in enumerate(dense):
         order.setdefault(site.urls[i], rank)
@@ -194,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site", nargs=3, action="append", metavar=("NAME", "DATA_DIR", "QUESTIONS"),
                         required=True)
     parser.add_argument("--quick", action="store_true", help="only the main variants")
+    parser.add_argument("--levers", action="store_true",
+                        help="the shipped fusion and each lever changed alone from it (not the whole grid)")
     args = parser.parse_args(argv)
 
     from docscraper.config import DocscraperConfig
@@ -225,14 +273,25 @@ def main(argv: list[str] | None = None) -> int:
     grid = [dict(K=K, w=w, decay=d, kw=kw, outline=o) for K, w, d, kw, o in itertools.product(
         (10, 30) if not args.quick else (10,), (0.5, 0.75) if not args.quick else (0.5,),
         (None, 0, 0.3, 0.5), ("text", "title", "title2"), (0, 0.5, 1.0))]
+    if args.levers:
+        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0)
+        changes: list[dict[str, Any]] = [{}, dict(copies=True), dict(w=0.5), dict(w=1.0), dict(kw="title"),
+                                         dict(outline=0.5), dict(centroid=0.3), dict(centroid=0.6),
+                                         dict(lennorm=0.05), dict(lennorm=0.1), dict(decay=0.3), dict(K=30),
+                                         dict(rocchio=0.3), dict(rocchio=0.7),
+                                         dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
+                                         dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05),
+                                         dict(copies=True, kw="title"), dict(copies=True, centroid=0.3)]
+        grid = [{**shipped, **change} for change in changes]
     for params in grid:
         label = (f"K{params['K']} w{params['w']} multi={params['decay']} kw={params['kw']} "
-                 f"outline={params['outline']}")
+                 f"outline={params['outline']}" + "".join(f" {name}={params[name]}" for name in
+                                                         ("copies", "centroid", "lennorm", "rocchio") if name in params))
         variants.append((label, params))
 
     header = "".join(f"{s.name:^36}" for s in sites)
-    print(f"\n{'':44}{header}")
-    print(f"{'variant':44}" + "".join(f"{'tune':^12}{'held-out':^12}{'all':^12}" for _ in sites))
+    print(f"\n{'':64}{header}")
+    print(f"{'variant':64}" + "".join(f"{'tune':^12}{'held-out':^12}{'all':^12}" for _ in sites))
     rows: list[tuple[str, list[dict[str, Evaluation]]]] = []
     results = [evaluate(s, lambda i, s=s: s.searcher_urls[i]) for s in sites]
     rows.append(("searcher (Chroma HNSW, as shipped)", results))
@@ -243,15 +302,16 @@ def main(argv: list[str] | None = None) -> int:
     for label, results in rows:
         cells = "".join(f" {figures(r['tune'])} | {figures(r['held'])} | {figures(r['all'])} ||"
                         for r in results)
-        print(f"{label:44}{cells}", flush=True)
+        print(f"{label:64}{cells}", flush=True)
 
     def tune_score(results: list[dict[str, Evaluation]]) -> float:
         return sum(r["tune"].recall(1) + 0.5 * r["tune"].mrr for r in results) / len(results)
 
+    base = rows[2] if args.levers else rows[1]
     best = max(rows[2:], key=lambda row: tune_score(row[1]))
     print(f"\nbest on the tuning halves (mean of recall@1 + MRR/2): {best[0]}")
     for site, r in zip(sites, best[1], strict=True):
-        print(f"  {site.name}: held-out {figures(r['held'])}  (before {figures(rows[1][1][sites.index(site)]['held'])})")
+        print(f"  {site.name}: held-out {figures(r['held'])}  ({base[0]}: {figures(base[1][sites.index(site)]['held'])})")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     embedder.close()
     return 0
