@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from docscraper.content.markdown import fenced_lines
+
 __all__ = ["MIN_SENTENCE", "copy_chunks", "page_of"]
 
 #: Sentences shorter than this are not compared ("Returns:", "Example", "New in version 3.11.").
@@ -33,31 +35,22 @@ MIN_PAGE_SENTENCES = 3
 #: A sentence on more pages than this (a footer, "Methods inherited from class Object") is compared with nothing.
 MAX_HOLDERS = 20
 
-_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
 # a sentence ends at . ! ? : ; before white space, or at a line's end
 _PIECE_RE = re.compile(r"(?<=[.!?:;])[ \t]+|\n")
 _MARKUP_RE = re.compile(r"[`*_#>|]+")
 
 
 def page_of(chunk_id: str) -> str:
-    """The page part of a chunk id (``[s<source>-]<page>-<content hash>-<index>``)."""
+    """The page part of a chunk id (``[s<source>-]<page>-<content hash>-<index>``, as
+    :func:`docscraper.storage.vectors.chunk_id` makes it)."""
     return chunk_id.rsplit("-", 2)[0]
 
 
 def _sentences(document: str) -> list[int]:
     """The prose sentences of a chunk's Markdown, normalised (markup, case and spacing), as hashes (compared
     within one process only)."""
-    prose: list[str] = []
-    fence: str | None = None
-    for line in document.splitlines():
-        marker = _FENCE_RE.match(line)
-        if marker is not None:
-            if fence is None:
-                fence = marker.group(1)[0]
-            elif marker.group(1)[0] == fence:
-                fence = None
-        elif fence is None:
-            prose.append(line)
+    lines = document.splitlines()
+    prose = [line for line, fenced in zip(lines, fenced_lines(lines), strict=True) if not fenced]
     found: list[int] = []
     for piece in _PIECE_RE.split(_MARKUP_RE.sub(" ", "\n".join(prose)).casefold()):
         text = " ".join(piece.split())

@@ -74,7 +74,8 @@ class LexicalIndex:
     ids: list[str]
     sources: np.ndarray  # the source of each chunk, aligned with ids
     bm25: Any
-    #: the chunks that copy a smaller page of their source (:mod:`docscraper.storage.copies`): search skips them
+    #: the chunks of a single-page edition that copy a page it gathers (:mod:`docscraper.storage.copies`): search
+    #: skips them
     copies: frozenset[str] = frozenset()
 
     @classmethod

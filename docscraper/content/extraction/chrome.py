@@ -67,7 +67,8 @@ _CHROME_TOKENS = frozenset(
         "docsidebarcontainer", "announcementbar", "navbar", "navbar-sidebar", "hash-link",
         "codeblocktitle-copy", "buttongroup",
         # rustdoc, Javadoc, Doxygen, DocBook, Texinfo, GitBook, VitePress, Starlight, Docsy
-        "out-of-band", "srclink", "hideme", "notable-traits", "test-arrow", "sub-heading-nav", "top-nav", "sub-nav", "bottom-nav",
+        "out-of-band", "srclink", "hideme", "notable-traits", "test-arrow", "sub-heading-nav", "top-nav",
+        "sub-nav", "bottom-nav",
         "navbar-top", "navbar-bottom", "legal-copy", "skip-nav", "navpath", "nav-path", "side-nav",
         "msearchbox", "msearchselectwindow", "msearchresultswindow", "navrow1", "navrow2",
         "navheader", "navfooter", "nav-panel", "book-summary", "book-header", "page-footer",
