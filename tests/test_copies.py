@@ -90,6 +90,12 @@ def test_a_page_that_copies_smaller_pages_has_its_copied_chunks_marked() -> None
                        [" ".join(kettles), " ".join(kettles), "The twin's one sentence of its own, which the other lacks."])
     assert twin == [False, False, False]
 
+    # nor is a page that holds two smaller pages' text (rustdoc's Vec shows the slice methods IoSlice and IoSliceMut
+    # show): a question about them may be about Vec
+    two = copy_chunks(["v-h-0", "v-h-1", "a-h-0", "b-h-0"], ["s"] * 4,
+                      [" ".join(kettles), " ".join(bicycles), " ".join(kettles), " ".join(bicycles)])
+    assert two == [False] * 4
+
     # a page that quotes one paragraph of another keeps its chunks: its own text is not mostly copies
     guide = [f"The guide's own sentence number {i} explains something else entirely about the house." for i in range(6)]
     quoting = copy_chunks(["g-h-0", "g-h-1", "k-h-0"], ["s"] * 3,

@@ -10,7 +10,7 @@ Search leaves the copied chunks out, so the gathered page ranks instead.
 :data:`MIN_SENTENCE` characters outside code, at least :data:`CONTAINED` of them on the edition) and more than
 half of its own sentences are theirs. An edition's chunk is a copy when more than half of its sentences are
 those of a page it contains; its own sections (a preface, an index of its own) stay. A page that repeats one
-other page (javadoc's twin classes, rustdoc's ``PathBuf`` showing ``Path``'s methods, a page quoting another) is
+other page or two (javadoc's twin classes, rustdoc's ``PathBuf`` showing ``Path``'s methods, a page quoting another) is
 no edition: each keeps its chunks. Sentences on more than :data:`MAX_HOLDERS` pages are boilerplate and
 compared with nothing. Sources never copy each other here: two versions of a library are two sources.
 """
@@ -26,8 +26,9 @@ __all__ = ["MIN_SENTENCE", "copy_chunks", "page_of"]
 
 #: Sentences shorter than this are not compared ("Returns:", "Example", "New in version 3.11.").
 MIN_SENTENCE = 40
-#: An edition contains at least this many smaller pages ...
-MIN_GATHERED = 2
+#: An edition contains at least this many smaller pages (rustdoc's ``Vec`` contains two: ``IoSlice`` and
+#: ``IoSliceMut`` show the same slice methods it does) ...
+MIN_GATHERED = 3
 #: ... each of whose sentences at least this share is on the edition ...
 CONTAINED = 0.8
 #: ... and a contained page has at least this many sentences.
