@@ -67,6 +67,8 @@ class PageItem:
     hash_routes: int = 0
     # what the report's entry for the page tells the user (set by the scope middleware)
     hint: str | None = None
+    # what extraction cut from a page over its size limit (Extracted.truncated): the report entry's detail
+    truncated: str | None = None
     # Filled in by the index pipelines.
     chunks: list[Any] = field(default_factory=list)
     embeddings: list[Any] = field(default_factory=list)

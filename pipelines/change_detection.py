@@ -121,7 +121,8 @@ class ChangeDetectionPipeline(RunPipeline):
             self.outcomes.count("forced")
         if meta.change == "unchanged" and not target.args.full and not meta.force:
             await self._unchanged(item, links=meta.links, redirects=meta.redirects,
-                                  details={"httpStatus": meta.http_status, "hint": item.hint})
+                                  details={"httpStatus": meta.http_status, "hint": item.hint,
+                                           "detail": item.truncated})
             raise DropItem(f"unchanged: {item.url}", log_level="DEBUG")
         return item
 

@@ -105,7 +105,8 @@ class StateCommitPipeline(RunPipeline):
         forced = meta.change == "unchanged" or meta.force or None
         self.outcomes.processed(meta.path, meta.change, meta.fetched_at, url=item.url, finder=meta.finder,
                                 depth=meta.depth, httpStatus=meta.http_status, pageId=meta.page_id, forced=forced,
-                                redirects=meta.redirects or None, hint=item.hint, nextCheck=next_check,
+                                redirects=meta.redirects or None, hint=item.hint, detail=item.truncated,
+                                nextCheck=next_check,
                                 revisit=meta.revisit)
         return item
 

@@ -413,10 +413,15 @@ class DocsSpider(scrapy.Spider):
               last_modified: str | None, fetched_at: str) -> PageItem:
         target = self.run_target()
         known = target.lookup(pid)
+        if extracted.truncated:
+            # indexed from its beginning, and reported so: the entry's detail and a counter
+            logger.warning("%s: %s (only its beginning is indexed)", url, extracted.truncated)
+            self.run_resources().outcomes.count("truncated_pages")
         return PageItem(
             url=url,
             title=extracted.title,
             markdown=extracted.markdown,
+            truncated=extracted.truncated,
             metadata=PageMetadata(
                 page_id=pid,
                 source=target.source.name,

@@ -15,7 +15,7 @@ from docscraper.content.extraction.chrome import remove_chrome
 from docscraper.content.extraction.converter import HEADING_TAIL_RE, INVISIBLE_RE, to_markdown
 from docscraper.content.extraction.links import LinkResolver, safe_url
 from docscraper.content.extraction.main_content import find_main
-from docscraper.content.extraction.parsing import decode, parse, prepare_markup
+from docscraper.content.extraction.parsing import decode, parse, prepare_markup, truncation
 from docscraper.content.extraction.result import EMPTY, Extracted
 from docscraper.content.extraction.structure import (
     flatten_deep,
@@ -101,7 +101,7 @@ def _is_spa_shell(root: Node, main: Node, scripts: int) -> bool:
     return next(root.iter("app-root"), None) is not None
 
 
-def _extract(markup: str, url: str) -> Extracted:
+def _extract(markup: str, url: str, truncated: str | None) -> Extracted:
     root = parse(prepare_markup(markup))
     base_url = _base_url(root, url)
     language = collapse_ws(attr(root, "lang") or attr(root, "xml:lang")) or None
@@ -136,6 +136,7 @@ def _extract(markup: str, url: str) -> Extracted:
         description=description,
         has_scripts_only=has_scripts_only,
         images=images,
+        truncated=truncated,
     )
 
 
@@ -145,10 +146,12 @@ def extract_html(html: str | bytes, url: str, *, encoding: str | None = None) ->
     ``html`` may be text or bytes. Bytes are decoded as :mod:`docscraper.content.encoding` decides, with
     ``encoding`` (as from the HTTP ``Content-Type``) as the declared charset when given. Relative
     links, image sources and the canonical URL are resolved against ``url`` (or the page's
-    ``<base href>``). Never raises.
+    ``<base href>``). A page over :data:`~docscraper.content.extraction.MAX_HTML_CHARS` is extracted from its
+    beginning, and the result's ``truncated`` says so. Never raises.
     """
     try:
-        return _extract(decode(html, encoding), url)
+        markup = decode(html, encoding)
+        return _extract(markup, url, truncation(html, markup))
     except Exception:  # bad input must never stop a crawl (DESIGN, rule 7)
         logger.warning("HTML extraction failed for %s", url, exc_info=True)
         return EMPTY

@@ -17,7 +17,7 @@ from lxml import etree
 from docscraper.content.encoding import body_encoding, decode_body
 from docscraper.content.extraction._dom import Node
 
-__all__ = ["MAX_HTML_CHARS", "decode", "parse", "prepare_markup", "sanitize_text"]
+__all__ = ["MAX_HTML_CHARS", "decode", "parse", "prepare_markup", "sanitize_text", "truncation"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,16 @@ def decode(html: str | bytes, encoding: str | None) -> str:
     return decode_body(data, body_encoding(data, content_type).encoding)
 
 
+def truncation(html: str | bytes, decoded: str) -> str | None:
+    """What :func:`decode` and :func:`prepare_markup` cut from ``html`` (``decoded`` is what decode made of it),
+    in words for the page's report entry, or None when the whole page is extracted."""
+    if isinstance(html, bytes | bytearray | memoryview) and len(html) > _MAX_HTML_BYTES:
+        return f"truncated: the page's {len(html):,} bytes were cut to the first {MAX_HTML_CHARS:,} characters"
+    if len(decoded) > MAX_HTML_CHARS:
+        return f"truncated: the page's {len(decoded):,} characters were cut to the first {MAX_HTML_CHARS:,}"
+    return None
+
+
 def sanitize_text(text: str) -> str:
     """``text`` without the characters that are never content (and that lxml rejects)."""
     # lxml rejects NUL and lone surrogates; other C0 controls are never content.
@@ -51,10 +61,9 @@ def sanitize_text(text: str) -> str:
 
 
 def prepare_markup(text: str) -> str:
-    """Decoded HTML made safe to parse: bounded in size, sanitized, without an XML declaration."""
-    if len(text) > MAX_HTML_CHARS:
-        logger.warning("Page of %d characters truncated to %d for extraction", len(text), MAX_HTML_CHARS)
-        text = text[:MAX_HTML_CHARS]
+    """Decoded HTML made safe to parse: bounded in size (:func:`truncation` says what was cut), sanitized,
+    without an XML declaration."""
+    text = text[:MAX_HTML_CHARS]
     text = sanitize_text(text).lstrip("\ufeff")
     text = _XML_DECL_RE.sub("", text, count=1)
     if "<" not in text:

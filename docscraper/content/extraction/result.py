@@ -20,6 +20,8 @@ class Extracted:
     ``has_scripts_only`` is true for a JavaScript application shell: ``<script>`` tags and no
     meaningful static content.
     ``images`` are the images of the main content, in document order (:mod:`docscraper.content.images`).
+    ``truncated`` says, for the page's report entry, what was cut from a page over
+    :data:`~docscraper.content.extraction.MAX_HTML_CHARS` (only its beginning is extracted); None for a whole page.
     """
 
     title: str
@@ -29,6 +31,7 @@ class Extracted:
     description: str | None
     has_scripts_only: bool
     images: tuple[ImageRef, ...] = ()
+    truncated: str | None = None
 
 
 #: The result for a page nothing could be recovered from.
