@@ -803,9 +803,9 @@ def run_crawl(label: str, source: str, data_dir: Path, logs: Path, server: DocsS
     if not reports:
         raise SystemExit(f"{label} crawl wrote no report under {data_dir / 'runs'}; log: {log_file}")
     report = json.loads(reports[-1].read_text(encoding="utf-8"))
-    with server._lock:
-        page_requests = sum(1 for method, path, _ in server.requests
-                            if method == "GET" and path.startswith("/docs/") and (path.endswith((".html", "/"))))
+    # the crawl has ended: the server records nothing more
+    page_requests = sum(1 for method, path, _ in list(server.requests)
+                        if method == "GET" and path.startswith("/docs/") and (path.endswith((".html", "/"))))
     return Crawl(label, wall, peak, usage.ru_utime + usage.ru_stime, report, log, page_requests, sampler.samples)
 
 

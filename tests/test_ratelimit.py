@@ -24,8 +24,6 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import Request, Response, TextResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
-from twisted.internet.defer import Deferred
-from twisted.python.failure import Failure
 
 from docscraper import USER_AGENT
 from docscraper.config import ConfigError
@@ -67,14 +65,10 @@ class FakeCall:
 class FakeDownloader:
     def __init__(self) -> None:
         self.slots: dict[str, Slot] = {}
-        self.processed: list[Slot] = []
         self.middleware: Any = None
 
     def get_slot_key(self, request: Request) -> str:
         return request.meta.get("download_slot") or urlsplit(request.url).hostname or ""
-
-    def _process_queue(self, slot: Slot) -> None:
-        self.processed.append(slot)
 
 
 class FakeEngine:
@@ -95,7 +89,17 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[FakeCall]:
         return made[-1]
 
     monkeypatch.setattr(ratelimit_module, "call_later", fake_call_later)
+    # no reactor runs here: a coroutine awaits the waiter's Deferred itself, resumed by the test's send()
+    monkeypatch.setattr(ratelimit_module, "maybe_deferred_to_future", lambda deferred: deferred)
     return made
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The rate limiter's monotonic clock, moved by hand: ``clock[0] = t``."""
+    now = [100.0]
+    monkeypatch.setattr(ratelimit_module, "monotonic", lambda: now[0])
+    return now
 
 
 def make(**settings: Any) -> tuple[Crawler, RateLimitMiddleware, FakeEngine]:
@@ -201,44 +205,62 @@ def test_settings() -> None:
 # --- pauses ---------------------------------------------------------------------------------------------
 
 
-def test_a_429_with_retry_after_holds_the_whole_slot(calls: list[FakeCall]) -> None:
+def waiting(coro: Any) -> Any:
+    """Start a coroutine that must wait; return it to be resumed."""
+    assert coro.send(None) is not None, "the coroutine did not wait"
+    return coro
+
+
+def finished(coro: Any) -> bool:
+    """Resume a coroutine: True when it finished, False when it waits again."""
+    try:
+        coro.send(None)
+    except StopIteration:
+        return True
+    return False
+
+
+def test_a_429_with_retry_after_holds_the_whole_origin(calls: list[FakeCall], clock: list[float]) -> None:
     crawler, mw, engine = make()
-    slot = Slot(8, 0.25, 0.5)
-    engine.downloader.slots[HOST] = slot
-    delay_call = FakeCall(0.1, lambda: None)
-    slot.latercall = delay_call  # type: ignore[assignment]
+    engine.downloader.slots[HOST] = Slot(8, 0.5, 0.0)
     response, request = answer(429, **{"Retry-After": "2"})
-    started = ratelimit_module.monotonic()
-    mw._response_downloaded(response, request)
-    # the downloader's own delay call is replaced by a hold until the host's not-before time
-    assert delay_call.cancelled
-    hold = calls[-1]
-    assert slot.latercall is hold and 1.9 < hold.delay <= 2.0
-    assert 1.9 < mw._hosts[HOST].not_before - ratelimit_module.monotonic() <= 2.0
+    mw.response_downloaded(response, request)
+    assert mw._hosts[HOST].not_before == 102.0
+    # requests the slot had queued wait where they would be sent; a new one waits in the middleware
+    queued = [waiting(mw.before_sending(Request(f"https://{HOST}/q{i}", meta={"download_slot": HOST})))
+              for i in range(2)]
+    incoming = waiting(mw.process_request(Request(f"https://{HOST}/new", meta={"download_slot": HOST})))
+    assert [call.delay for call in calls] == [2.0, 2.0, 2.0]
     # a longer pause extends it; a shorter one changes nothing
     mw.pause(HOST, 5)
-    # the pause counted runs from the first 429 to 5 s after this call: 5 s plus the time the test took since
-    elapsed = ratelimit_module.monotonic() - started
-    assert hold.cancelled and slot.latercall is calls[-1] and calls[-1].delay > 4.9
     mw.pause(HOST, 1)
-    assert slot.latercall is calls[-1] and len(calls) == 2
-    # released early (it cannot be, but a clock may jump): held again for what is left
+    assert mw._hosts[HOST].not_before == 105.0
+    clock[0] = 102.0
+    for call in calls[:3]:
+        call.fire()
+    assert not any(finished(coro) for coro in [*queued, incoming])  # the pause was extended: they wait on
+    assert [call.delay for call in calls[3:]] == [3.0, 3.0, 3.0]
+    clock[0] = 105.0
+    for call in calls[3:]:
+        call.fire()
+    # released: the first queued request goes now, the second one slot delay later (no burst); the new
+    # one joins the slot's queue, where the downloader's own delay spaces it
+    assert finished(queued[0]) and finished(incoming)
+    assert not finished(queued[1]) and calls[-1].delay == 0.5
+    clock[0] = 105.5
     calls[-1].fire()
-    assert slot.latercall is calls[-1] and len(calls) == 3 and engine.downloader.processed == []
-    # released on time: the queue runs again, with Scrapy's own delay logic
-    mw._hosts[HOST].not_before = 0
-    calls[-1].fire()
-    assert slot.latercall is None and engine.downloader.processed == [slot]
+    assert finished(queued[1])
     got = stats(crawler)
-    assert got["retry_after_waits"] == 1 and 4.9 < got["paused_seconds"] <= 5.0 + elapsed + 0.001
-    assert got["responses_429"] == 1
+    assert got["retry_after_waits"] == 1 and got["paused_seconds"] == 5.0 and got["responses_429"] == 1
+    # another origin was never held
+    assert _drive(mw.before_sending(Request("https://other.example.com/", meta={"download_slot": "other"}))) is None
 
 
 def test_503_pauses_but_does_not_count_towards_the_stop(calls: list[FakeCall]) -> None:
     crawler, mw, engine = make()
     for _ in range(5):
         response, request = answer(503, **{"Retry-After": "1"})
-        mw._response_downloaded(response, request)
+        mw.response_downloaded(response, request)
     assert engine.closed == [] and mw._hosts[HOST].consecutive_429 == 0
     assert stats(crawler)["retry_after_waits"] == 1  # the next ones lengthen the first pause
     assert mw._hosts[HOST].not_before > ratelimit_module.monotonic()
@@ -247,42 +269,43 @@ def test_503_pauses_but_does_not_count_towards_the_stop(calls: list[FakeCall]) -
 # --- stopping after repeated 429s -------------------------------------------------------------------------
 
 
-def test_consecutive_429s_stop_the_crawl_and_drop_what_is_queued(calls: list[FakeCall],
+def test_consecutive_429s_stop_the_crawl_and_drop_what_is_queued(calls: list[FakeCall], clock: list[float],
                                                                   caplog: pytest.LogCaptureFixture) -> None:
     crawler, mw, engine = make()
-    slot = Slot(8, 0.25, 0.5)
-    engine.downloader.slots[HOST] = slot
+    engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
     for status in (429, 429, 200, 429, 429):  # a non-429 answer resets the count
-        mw._response_downloaded(*answer(status))
+        mw.response_downloaded(*answer(status))
     assert engine.closed == [] and mw._hosts[HOST].consecutive_429 == 2
-    queued: list[Deferred[Response]] = []
-    for i in range(3):
-        d: Deferred[Response] = Deferred()
-        errors: list[Failure] = []
-        d.addErrback(errors.append)
-        queued.append(d)
-        slot.queue.append((Request(f"https://{HOST}/q{i}"), d))
+    mw.pause(HOST, 10)
+    held = waiting(mw.before_sending(Request(f"https://{HOST}/held", meta={"download_slot": HOST})))
     with caplog.at_level(logging.ERROR, logger="docscraper.crawl.ratelimit"):
         response, request = answer(429)
-        mw._response_downloaded(response, request)
+        mw.response_downloaded(response, request)
     assert engine.closed == [CLOSE_REASON] == ["rate_limited"]
     assert "3 consecutive 429" in caplog.text and "nothing stored is removed" in caplog.text
-    assert not slot.queue and all(d.called for d in queued)
-    # the 429 in hand is reported, not retried, and nothing new goes out
-    assert mw.process_response(request, response) is response and request.meta["dont_retry"] is True
+    # the request waiting out the pause is woken and dropped; the ones the slot still had queued are
+    # refused where they would be sent; nothing new goes out
+    assert calls[-1].cancelled
+    with pytest.raises(IgnoreRequest, match="rate limited"):
+        held.send(None)
+    for i in range(2):
+        with pytest.raises(IgnoreRequest, match="rate limited"):
+            _drive(mw.before_sending(Request(f"https://{HOST}/q{i}", meta={"download_slot": HOST})))
     with pytest.raises(IgnoreRequest):
         _drive(mw.process_request(Request(f"https://{HOST}/later")))
+    # the 429 in hand is reported, not retried
+    assert mw.process_response(request, response) is response and request.meta["dont_retry"] is True
     got = stats(crawler)
     assert got["consecutive_429_abort"] == 1 and got["responses_429"] == 5 and got["requests_dropped"] == 4
     # more 429s while closing change nothing
-    mw._response_downloaded(*answer(429))
+    mw.response_downloaded(*answer(429))
     assert engine.closed == ["rate_limited"]
 
 
 def test_max_consecutive_429_zero_never_stops(calls: list[FakeCall]) -> None:
     _, mw, engine = make(DOCSCRAPER_MAX_CONSECUTIVE_429="0")
     for _ in range(10):
-        mw._response_downloaded(*answer(429))
+        mw.response_downloaded(*answer(429))
     assert engine.closed == []
 
 
@@ -338,7 +361,7 @@ def test_retry_after_from_one_port_does_not_pause_another_port_of_the_host(calls
     paused = Request("http://127.0.0.1:8001/page")
     OriginSlotMiddleware().process_request(paused)
     response = Response(paused.url, status=429, headers={"Retry-After": "30"}, request=paused)
-    mw._response_downloaded(response, paused)
+    mw.response_downloaded(response, paused)
     assert stats(crawler)["retry_after_waits"] == 1
     # the other server of the host is not paused: its request goes out at once
     other = Request("http://127.0.0.1:8002/page")
@@ -369,36 +392,32 @@ def robots(body: str, status: int = 200, path: str = "/robots.txt") -> tuple[Res
 def test_crawl_delay_from_robots_txt_is_a_floor_under_the_slot_delay() -> None:
     crawler, mw, engine = make(AUTOTHROTTLE_ENABLED=True)
     slot = engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
-    mw._response_downloaded(*robots("User-agent: *\nCrawl-delay: 2\n"))
+    mw.response_downloaded(*robots("User-agent: *\nCrawl-delay: 2\n"))
     assert mw.crawl_delay(HOST) == 2.0
     assert slot.delay == 2.0 and slot.jitter == 0.0  # jitter would otherwise go down to 1 s
     assert stats(crawler)["crawl_delay"] == 2.0
     # AutoThrottle lowers the delay after a fast response; the floor puts it back
     throttle = ConditionalAutoThrottle(crawler)
-    spider: Any = None
-    throttle._spider_opened(spider)
     page = Request(f"https://{HOST}/fast", meta={"download_slot": HOST, "download_latency": 0.001})
     for _ in range(5):
-        throttle._response_downloaded(Response(page.url, request=page), page, spider)
+        throttle.response_downloaded(Response(page.url, request=page), page)
         assert slot.delay >= 2.0
         assert slot.delay * (1 - slot.jitter) >= 2.0
     # a slot made later (Scrapy collects idle slots) gets the floor when its first request arrives
     fresh = engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
-    mw._request_reached_downloader(page)
+    mw.request_reached_downloader(page)
     assert fresh.delay == 2.0
 
 
 def test_a_304_and_a_discovery_probes_404_lower_the_delay_and_a_pages_404_does_not() -> None:
     crawler, _, engine = make(AUTOTHROTTLE_ENABLED=True)
     throttle = ConditionalAutoThrottle(crawler)
-    spider: Any = None
-    throttle._spider_opened(spider)
 
     def delay_after(status: int, **meta: Any) -> float:
         slot = engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
         request = Request(f"https://{HOST}/x", meta={"download_slot": HOST, "download_latency": 0.001, **meta})
         # as the downloader sends it: the response is bound to its request only after this signal
-        throttle._response_downloaded(Response(request.url, status=status), request, spider)
+        throttle.response_downloaded(Response(request.url, status=status), request)
         return float(slot.delay)
 
     assert delay_after(200) < 0.25 and delay_after(304) < 0.25
@@ -410,10 +429,10 @@ def test_a_304_and_a_discovery_probes_404_lower_the_delay_and_a_pages_404_does_n
 
 def test_crawl_delay_for_docscraper_wins_over_star_and_is_capped(caplog: pytest.LogCaptureFixture) -> None:
     crawler, mw, _ = make()
-    mw._response_downloaded(*robots("User-agent: docscraper\nCrawl-delay: 0.5\n\nUser-agent: *\nCrawl-delay: 9\n"))
+    mw.response_downloaded(*robots("User-agent: docscraper\nCrawl-delay: 0.5\n\nUser-agent: *\nCrawl-delay: 9\n"))
     assert mw.crawl_delay(HOST) == 0.5
     with caplog.at_level(logging.WARNING, logger="docscraper.crawl.ratelimit"):
-        mw._response_downloaded(*robots("User-agent: *\nCrawl-delay: 3600\n"))
+        mw.response_downloaded(*robots("User-agent: *\nCrawl-delay: 3600\n"))
     assert mw.crawl_delay(HOST) == 60.0 and "DOCSCRAPER_CRAWL_DELAY_MAX=60" in caplog.text
     assert stats(crawler)["crawl_delay_capped"] == 1
 
@@ -434,7 +453,7 @@ def test_crawl_delay_for_docscraper_wins_over_star_and_is_capped(caplog: pytest.
 def test_no_crawl_delay(settings: dict[str, Any], body: str, status: int, path: str) -> None:
     _, mw, engine = make(**settings)
     slot = engine.downloader.slots[HOST] = Slot(8, 0.25, 0.5)
-    mw._response_downloaded(*robots(body, status, path))
+    mw.response_downloaded(*robots(body, status, path))
     assert mw.crawl_delay(HOST) is None and (slot.delay, slot.jitter) == (0.25, 0.5)
 
 

@@ -45,7 +45,7 @@ import os
 import secrets
 import socket
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -66,6 +66,7 @@ from docscraper.crawl.resources import CrawlResources
 from docscraper.storage.state import iso_utc, utcnow
 
 if TYPE_CHECKING:
+    from scrapy.core.engine import ExecutionEngine
     from scrapy.crawler import Crawler
 
 __all__ = ["DistributedCoordinator", "DistributedScheduler", "RedisLedger", "RedisPageDupeFilter"]
@@ -73,6 +74,10 @@ __all__ = ["DistributedCoordinator", "DistributedScheduler", "RedisLedger", "Red
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
+
+#: Meta flag of a request the coordinator popped and handed to the engine (``engine.crawl``): the scheduler
+#: sends it next instead of queueing it again.
+_HANDOFF = "docscraper_handoff"
 
 #: Keys of a finished run stay this long (a late worker sees ``finished`` and stops at once).
 KEEP_SECONDS = 86400
@@ -536,6 +541,7 @@ class DistributedScheduler(_RedisScheduler):
     crawler: Crawler
     shared: RedisLedger
     coordinator: DistributedCoordinator
+    ready: deque[Request]  # handed over by the coordinator (tick), sent before the shared queue's next
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedScheduler:
@@ -565,9 +571,18 @@ class DistributedScheduler(_RedisScheduler):
         dupefilter.key = shared.k("seen")
         instance.df = dupefilter
         instance.coordinator = DistributedCoordinator.from_crawler(crawler)
+        instance.coordinator.scheduler = instance
+        instance.ready = deque()
         return instance
 
+    def has_pending_requests(self) -> bool:
+        return bool(self.ready) or super().has_pending_requests()
+
     def enqueue_request(self, request: Request) -> bool:
+        if request.meta.pop(_HANDOFF, False):
+            # popped from the shared queue by the coordinator and handed over through engine.crawl(): due now
+            self.ready.append(request)
+            return True
         # a redirect or retry of a request this worker holds: in the queue (or filtered) now, not in flight
         token = request.meta.pop("docscraper_inflight", None)
         queued = request.dont_filter or not self.df.request_seen(request)
@@ -582,6 +597,12 @@ class DistributedScheduler(_RedisScheduler):
         return queued
 
     def next_request(self) -> Request | None:
+        if self.ready:
+            return self.ready.popleft()
+        return self.pop_shared()
+
+    def pop_shared(self) -> Request | None:
+        """The next request of the shared queue, recorded as this worker's in flight; None when it is empty."""
         popped = self.shared.pop()
         if popped is None:
             return None
@@ -595,6 +616,17 @@ class DistributedScheduler(_RedisScheduler):
         return request
 
 
+def _in_progress(engine: ExecutionEngine) -> set[Request]:
+    """The requests the engine is downloading or whose response the spider and the pipelines are processing:
+    the downloader's active requests and the scraper's (queued or active), read from their public attributes."""
+    scraper = engine.scraper.slot
+    held = set(engine.downloader.active)
+    if scraper is not None:
+        held |= scraper.active
+        held.update(request for _, request, _ in scraper.queue)
+    return held
+
+
 class DistributedCoordinator:
     """Heartbeats, dead-worker recovery and the shared end of a distributed run (module docstring).
     Built by :class:`DistributedScheduler`, so that the scheduler setting alone switches a worker over."""
@@ -604,6 +636,7 @@ class DistributedCoordinator:
         self.loop: LoopingCall | None = None
         self.idle_since: float | None = None
         self.closing = False
+        self.scheduler: DistributedScheduler | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DistributedCoordinator:
@@ -627,8 +660,9 @@ class DistributedCoordinator:
         whether the worker is busy."""
         engine = self.crawler.engine
         assert engine is not None
-        slot = getattr(engine, "_slot", None)
-        inprogress: set[Request] = getattr(slot, "inprogress", set())
+        inprogress = _in_progress(engine)
+        if self.scheduler is not None:
+            inprogress.update(self.scheduler.ready)  # handed over, not yet taken
         # downloaded, and its callback and items are done
         done = [token for token, request in shared.inflight.items() if request not in inprogress]
         # a worker still opening the run (or failing to) must not let the others finish without it
@@ -662,9 +696,12 @@ class DistributedCoordinator:
             self.closing = True
             deferred_from_coro(engine.close_spider_async(reason="finished"))
             return
-        slot = getattr(engine, "_slot", None)
-        if not busy and slot is not None and shared.server.zcard(shared.k("requests")):
-            slot.nextcall.schedule()  # work arrived: do not wait for the engine's 5 s idle loop
+        if not busy and self.scheduler is not None and shared.server.zcard(shared.k("requests")):
+            # work arrived: hand it to the engine now, not at its next 5 s idle check
+            request = self.scheduler.pop_shared()
+            if request is not None:
+                request.meta[_HANDOFF] = True
+                engine.crawl(request)
 
     def spider_idle(self, spider: Any) -> None:
         shared = _shared(self.crawler)

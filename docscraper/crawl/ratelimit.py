@@ -6,14 +6,17 @@ together: :class:`OriginSlotMiddleware` gives every ``http(s)`` request the slot
 and port) in ``download_slot``, the meta key Scrapy's downloader reads for that purpose.
 
 * A 429 or 503 response with ``Retry-After`` (seconds, or an HTTP date read against the response's
-  ``Date``) pauses its whole slot until then. The pause starts in the ``response_downloaded`` signal,
-  before the downloader hands the slot its next queued request: the slot is held the way a download
-  delay holds it (``slot.latercall``), and a request that reaches this middleware during the pause waits
-  in :meth:`RateLimitMiddleware.process_request`. So the retry that Scrapy's ``RetryMiddleware`` makes
-  of the 429/503 (``RETRY_HTTP_CODES``), and every other request for the host, goes out after the pause.
+  ``Date``) pauses its whole origin until then: from the ``response_downloaded`` signal on, nothing more is
+  sent to it. A request waits in :meth:`RateLimitMiddleware.process_request` before it joins the download
+  slot's queue, and a request the slot had queued already waits in :meth:`RateLimitMiddleware.before_sending`,
+  which docscraper's download handler awaits before it sends anything
+  (:mod:`docscraper.crawl.sendgate`); after the pause the waiting requests go one slot delay apart, not in a burst.
+  So the retry that Scrapy's ``RetryMiddleware`` makes of the 429/503 (``RETRY_HTTP_CODES``), and every
+  other request for the origin, goes out after the pause.
 * After ``DOCSCRAPER_MAX_CONSECUTIVE_429`` 429s in a row from one host (any other answer resets the
   count) the crawl closes with reason ``rate_limited``: the run is then ``aborted``, and an aborted run
-  removes nothing (DESIGN rule 3). Requests still queued for the host are dropped, not sent.
+  removes nothing (DESIGN rule 3). Requests still queued for the host are dropped, not sent (refused
+  where they would be sent: :meth:`RateLimitMiddleware.before_sending`).
 * robots.txt ``Crawl-delay`` (for ``ROBOTSTXT_USER_AGENT`` or ``USER_AGENT``, read with Protego from any
   robots.txt response the downloader fetches, whoever asked for it) becomes a floor under the slot's
   delay. :class:`docscraper.crawl.throttle.ConditionalAutoThrottle` calls :func:`enforce_delay_floor` so
@@ -44,6 +47,7 @@ from scrapy.utils.asyncio import CallLaterResult, call_later
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 
+from docscraper.crawl import sendgate
 from docscraper.crawl.resources import crawl_config
 
 if TYPE_CHECKING:
@@ -168,7 +172,7 @@ class _Host:
     not_before: float = 0.0  # monotonic time before which nothing is sent
     consecutive_429: int = 0
     floor: float | None = None  # robots.txt Crawl-delay, capped
-    hold: CallLaterResult | None = None
+    next_turn: float = 0.0  # monotonic time the next request released from a pause may go
 
 
 class RateLimitMiddleware:
@@ -218,23 +222,18 @@ class RateLimitMiddleware:
         middleware = cls(crawler, crawler.stats, retry_after_max=config.retry_after_max,
                          max_consecutive_429=config.max_consecutive_429,
                          crawl_delay_max=config.crawl_delay_max, robots_user_agent=robots_ua)
-        crawler.signals.connect(middleware._response_downloaded, signal=signals.response_downloaded)
-        crawler.signals.connect(middleware._request_reached_downloader, signal=signals.request_reached_downloader)
-        crawler.signals.connect(middleware._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(middleware.response_downloaded, signal=signals.response_downloaded)
+        crawler.signals.connect(middleware.request_reached_downloader,
+                                signal=signals.request_reached_downloader)
+        crawler.signals.connect(middleware.spider_closed, signal=signals.spider_closed)
+        sendgate.register(crawler, middleware.before_sending)
         return middleware
 
     # downloader middleware ---------------------------------------------------------------------------
 
     async def process_request(self, request: Request) -> None:
-        key = self._downloader.get_slot_key(request)
-        while True:
-            if self.stopping or self._closed:
-                self._drop(request)
-            host = self._hosts.get(key)
-            wait = host.not_before - monotonic() if host is not None else 0.0
-            if wait <= 0:
-                return
-            await self._sleep(wait)
+        # a request that arrives during a pause waits here, out of the download slot's queue
+        await self._wait_for(self.downloader.get_slot_key(request), spaced=False)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if self.stopping and response.status in PAUSE_STATUSES:
@@ -242,6 +241,15 @@ class RateLimitMiddleware:
         return response
 
     # public hooks -------------------------------------------------------------------------------------
+
+    async def before_sending(self, request: Request) -> None:
+        """Wait until *request* may be sent: called by the download handler where it would send it.
+        Waits out its origin's pause (the requests it releases go one slot delay apart); raises
+        ``IgnoreRequest`` (counted in ``requests_dropped``) when the crawl is stopping."""
+        key = request.meta.get("download_slot")
+        if key is None:
+            key = self.downloader.get_slot_key(request)
+        await self._wait_for(key, spaced=True)
 
     def retry_after(self, response: Response) -> float | None:
         """The pause a 429/503 asks for, capped at ``DOCSCRAPER_RETRY_AFTER_MAX``; None when none."""
@@ -277,7 +285,6 @@ class RateLimitMiddleware:
         paused = self.stats.get_value("docscraper/ratelimit/paused_seconds", 0.0)
         self.stats.set_value("docscraper/ratelimit/paused_seconds", round(paused + added, 3))
         host.not_before = until
-        self._hold(key)
 
     def set_crawl_delay(self, key: str, seconds: float) -> None:
         """Make slot *key* wait at least *seconds* between requests (robots.txt ``Crawl-delay``)."""
@@ -293,7 +300,7 @@ class RateLimitMiddleware:
             logger.info("Honouring robots.txt Crawl-delay of %s: %g s between requests", key, seconds)
         host.floor = seconds
         self.stats.max_value("docscraper/ratelimit/crawl_delay", seconds)
-        slot = self._downloader.slots.get(key)
+        slot = self.downloader.slots.get(key)
         if slot is not None:
             _floor_slot(slot, seconds)
 
@@ -308,9 +315,9 @@ class RateLimitMiddleware:
 
     # signals -----------------------------------------------------------------------------------------
 
-    def _response_downloaded(self, response: Response, request: Request) -> None:
-        # Runs before the downloader hands this slot its next queued request, so a pause holds that one.
-        key = self._downloader.get_slot_key(request)
+    def response_downloaded(self, response: Response, request: Request) -> None:
+        """Signal handler: read a robots.txt's Crawl-delay, count 429s, pause on ``Retry-After``."""
+        key = self.downloader.get_slot_key(request)
         if self.robots_user_agent is not None and response.status == 200 and _is_robots_txt(request):
             self._read_crawl_delay(key, response)
         host = self._host(key)
@@ -328,27 +335,27 @@ class RateLimitMiddleware:
                         response.url, response.status, key, seconds)
             self.pause(key, seconds)
 
-    def _request_reached_downloader(self, request: Request) -> None:
-        # A slot is made (or remade, after Scrapy collects idle slots) with the default delay.
+    def request_reached_downloader(self, request: Request) -> None:
+        """Signal handler: a slot is made (or remade, after Scrapy collects idle slots) with the default
+        delay; raise it to the origin's Crawl-delay."""
         key = request.meta.get("download_slot")
         if key is None:
             return
-        slot = self._downloader.slots.get(key)
+        slot = self.downloader.slots.get(key)
         if slot is not None:
             self.enforce_floor(key, slot)
 
-    def _spider_closed(self) -> None:
+    def spider_closed(self) -> None:
+        """Signal handler: release every waiting request (each is then dropped)."""
         self._closed = True
-        for host in self._hosts.values():
-            if host.hold is not None:
-                host.hold.cancel()
-                host.hold = None
         self._wake_all()
 
     # internals ---------------------------------------------------------------------------------------
 
     @property
-    def _downloader(self) -> Downloader:
+    def downloader(self) -> Downloader:
+        """The crawl's downloader (its slots and their keys)."""
+        assert self.crawler.engine is not None
         return self.crawler.engine.downloader
 
     def _host(self, key: str) -> _Host:
@@ -369,34 +376,6 @@ class RateLimitMiddleware:
         if delay is not None:
             self.set_crawl_delay(key, float(delay))
 
-    def _hold(self, key: str) -> None:
-        """Hold the slot's queue until the host's not-before time, as a download delay holds it."""
-        host = self._host(key)
-        slot = self._downloader.slots.get(key)
-        if slot is None:  # nothing queued; process_request holds what comes
-            return
-        wait = host.not_before - monotonic()
-        if wait <= 0:
-            return
-        if host.hold is not None:
-            host.hold.cancel()
-        if slot.latercall is not None and slot.latercall is not host.hold:
-            # The downloader's own delay call; the queue is processed again (delay included) on release.
-            slot.latercall.cancel()
-        host.hold = slot.latercall = call_later(wait, self._release, key, slot)
-
-    def _release(self, key: str, slot: Slot) -> None:
-        host = self._host(key)
-        if slot.latercall is host.hold:
-            slot.latercall = None
-        host.hold = None
-        if host.not_before - monotonic() > 0:  # extended meanwhile
-            self._hold(key)
-            return
-        downloader = self._downloader
-        if downloader.slots.get(key) is slot and slot.latercall is None:
-            downloader._process_queue(slot)  # what Scrapy's own delay call does when it fires
-
     def _stop(self, key: str, count: int) -> None:
         if self.stopping:
             return
@@ -407,20 +386,44 @@ class RateLimitMiddleware:
             "The run is aborted; nothing stored is removed. Try again later, or slower.",
             count, key, self.max_consecutive_429,
         )
-        self._wake_all()  # waiting requests see self.stopping and are dropped
-        for slot in list(self._downloader.slots.values()):
-            if slot.latercall is not None:
-                slot.latercall.cancel()
-                slot.latercall = None
-            while slot.queue:
-                _request, queued = slot.queue.popleft()
-                self.stats.inc_value("docscraper/ratelimit/requests_dropped")
-                queued.errback(IgnoreRequest(f"not sent: the crawl stopped after {count} consecutive 429s from {key}"))
-        for host in self._hosts.values():
-            host.hold = None
+        # waiting requests see self.stopping and are dropped; queued ones are refused where they would be sent
+        self._wake_all()
         deferred_from_coro(self.crawler.engine.close_spider_async(reason=CLOSE_REASON))
 
-    def _drop(self, request: Request) -> NoReturn:
+    async def _wait_for(self, key: str, *, spaced: bool) -> None:
+        """Return when slot *key* may send; raise IgnoreRequest when the crawl is stopping. With *spaced*, a
+        request that waited out a pause takes a turn: they leave one slot delay apart."""
+        waited = False
+        while True:
+            if self.stopping or self._closed:
+                self._drop()
+            host = self._hosts.get(key)
+            if host is None:
+                return
+            now = monotonic()
+            if host.not_before > now:
+                waited = True
+                await self._sleep(host.not_before - now)
+                continue
+            if not (spaced and waited):
+                return
+            waited = False  # one turn per pause waited out
+            turn = max(now, host.next_turn)
+            host.next_turn = turn + self._spacing(key)
+            if turn <= now:
+                return
+            await self._sleep(turn - now)
+            if self.stopping or self._closed:
+                self._drop()
+            if self._hosts[key].not_before <= monotonic():
+                return
+
+    def _spacing(self, key: str) -> float:
+        slot = self.downloader.slots.get(key)
+        delay = slot.delay if slot is not None else 0.0
+        return max(delay, self.crawl_delay(key) or 0.0)
+
+    def _drop(self) -> NoReturn:
         self.stats.inc_value("docscraper/ratelimit/requests_dropped")
         why = "the crawl is stopping (rate limited)" if self.stopping else "the spider closed"
         raise IgnoreRequest(f"not sent: {why}")
@@ -469,7 +472,7 @@ def apply_crawl_delay(crawler: Crawler, url_or_key: str, seconds: float) -> None
     if "://" in url_or_key:
         request = Request(url_or_key)
         OriginSlotMiddleware().process_request(request)
-        key = limiter._downloader.get_slot_key(request)
+        key = limiter.downloader.get_slot_key(request)
     limiter.set_crawl_delay(key, seconds)
 
 

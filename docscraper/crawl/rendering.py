@@ -61,6 +61,7 @@ from twisted.python.failure import Failure
 
 from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.content.documents import KINDS
+from docscraper.crawl.sendgate import before_sending
 from docscraper.crawl.signals import run_opened
 
 if TYPE_CHECKING:
@@ -292,6 +293,8 @@ class RenderingDownloadHandler:
         return browser
 
     async def download_request(self, request: Request) -> Response:
+        # an origin's Retry-After pause and a crawl stopped by 429s hold or refuse what the slot had queued
+        await before_sending(self.crawler, request)
         if request.meta.get("playwright"):
             handler = self._browser().get()
             response: Response = await handler.download_request(request)
