@@ -17,7 +17,6 @@ from docscraper.ops.cli import ToolCommand, whole_number
 from docscraper.storage.embedding import EmbeddingError
 from docscraper.storage.errors import StateError
 from docscraper.storage.model_identity import ModelMismatch
-from docscraper.storage.vectors import IndexError_
 
 if TYPE_CHECKING:
     import argparse
@@ -58,13 +57,15 @@ class Command(ToolCommand):
         if opts.source is not None and not opts.source.strip():
             raise UsageError("--source must name a source")
         assert self.settings is not None
+        # imported here: every scrapy command (a crawl too) imports each command's module, and these need numpy
+        from docscraper.storage.vectors import IndexError_
+
         try:
             config = self.config()
             if config.chroma_url is None and not config.chroma_path.exists():
                 print(f"error: no index at {config.chroma_path}; crawl a source first", file=sys.stderr)
                 self.exitcode = 1
                 return
-            # imported here: every scrapy command (a crawl too) imports each command's module
             from docscraper.storage.search import Searcher
 
             searcher = Searcher(config)
