@@ -12,12 +12,13 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export ANONYMIZED_TELEMETRY := False
 
-.PHONY: help venv crawl demo test lint typecheck bench lock clean
+.PHONY: help venv crawl demo test lint typecheck bench docs lock clean
 
 help:
 	@echo "make crawl SOURCE=https://docs.example.com/ [ARGS='-a max_pages=100']  crawl a site"
 	@echo "make demo                                                              crawl the bundled example site, offline"
 	@echo "make test                                                              run the test suite (needs /usr/bin/chromium: apt-get install -y chromium)"
+	@echo "make docs                                                              the documentation site: build/docs/html/index.html"
 	@echo "make lint typecheck bench clean"
 	@echo "make lock                                                              requirements*.txt from requirements*.in, with hashes"
 
@@ -39,6 +40,7 @@ lock:
 		$(LOCK_VENV)/bin/python -m pip install --quiet pip==26.3 pip-tools==7.6.2; }
 	$(PIP_COMPILE) --output-file=requirements.txt requirements.in
 	$(PIP_COMPILE) --output-file=requirements-dev.txt requirements-dev.in
+	$(PIP_COMPILE) --output-file=requirements-docs.txt requirements-docs.in
 
 # Each make command also compiles the project's own modules to bytecode when they changed (a no-op
 # otherwise): every scrapy command imports them, and where PYTHONDONTWRITEBYTECODE is set Python would
@@ -68,6 +70,20 @@ typecheck: venv
 
 bench: venv
 	$(BIN)/python benchmarks/crawl_benchmark.py
+
+# The documentation site (docs/), strict: a warning is an error, every one is listed (--keep-going), and a
+# reference that resolves to nothing is a warning (-n). Sphinx lives in a venv of its own (requirements-docs.in
+# says why); docs/conf.py adds $(VENV)'s packages after Sphinx's, so autodoc imports the project as it runs, and
+# the reference pages are generated from the code at each build (docs/_ext/reference.py).
+DOCS_VENV ?= build/docs-venv
+$(DOCS_VENV)/.installed: requirements-docs.txt
+	@test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-docs.txt
+	@touch $@
+
+docs: venv $(DOCS_VENV)/.installed
+	DOCSCRAPER_DOCS_VENV="$(VENV)" $(DOCS_VENV)/bin/sphinx-build -W --keep-going -n -q -b html docs build/docs/html
+	@echo "make docs: build/docs/html/index.html"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info
