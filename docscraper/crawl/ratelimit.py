@@ -246,10 +246,7 @@ class RateLimitMiddleware:
         """Wait until *request* may be sent: called by the download handler where it would send it.
         Waits out its origin's pause (the requests it releases go one slot delay apart); raises
         ``IgnoreRequest`` (counted in ``requests_dropped``) when the crawl is stopping."""
-        key = request.meta.get("download_slot")
-        if key is None:
-            key = self.downloader.get_slot_key(request)
-        await self._wait_for(key, spaced=True)
+        await self._wait_for(self.downloader.get_slot_key(request), spaced=True)
 
     def retry_after(self, response: Response) -> float | None:
         """The pause a 429/503 asks for, capped at ``DOCSCRAPER_RETRY_AFTER_MAX``; None when none."""
@@ -393,7 +390,7 @@ class RateLimitMiddleware:
     async def _wait_for(self, key: str, *, spaced: bool) -> None:
         """Return when slot *key* may send; raise IgnoreRequest when the crawl is stopping. With *spaced*, a
         request that waited out a pause takes a turn: they leave one slot delay apart."""
-        waited = False
+        waited = turned = False
         while True:
             if self.stopping or self._closed:
                 self._drop()
@@ -402,21 +399,17 @@ class RateLimitMiddleware:
                 return
             now = monotonic()
             if host.not_before > now:
-                waited = True
+                waited, turned = True, False
                 await self._sleep(host.not_before - now)
                 continue
-            if not (spaced and waited):
+            if not (spaced and waited) or turned:
                 return
-            waited = False  # one turn per pause waited out
+            turned = True  # one turn per pause waited out
             turn = max(now, host.next_turn)
             host.next_turn = turn + self._spacing(key)
             if turn <= now:
                 return
             await self._sleep(turn - now)
-            if self.stopping or self._closed:
-                self._drop()
-            if self._hosts[key].not_before <= monotonic():
-                return
 
     def _spacing(self, key: str) -> float:
         slot = self.downloader.slots.get(key)
