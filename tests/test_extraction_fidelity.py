@@ -191,8 +191,8 @@ DOXYGEN = """<!DOCTYPE html><html><head><title>SDL2: SDL_bits.h File Reference</
 
 def test_rustdoc_method_headings_stay_headings() -> None:
     markdown = extract_html(RUSTDOC, URL).markdown
-    assert "\n### impl<T, A> Vec<T, A>\n" in markdown
-    assert "\n#### pub fn split_off(&mut self, at: usize) -> Vec<T, A>\n\nSplits the collection into two" in markdown
+    assert "\n### impl\\<T, A> Vec\\<T, A>\n" in markdown  # text that reads as a tag is escaped
+    assert "\n#### pub fn split_off(&mut self, at: usize) -> Vec\\<T, A>\n\nSplits the collection into two" in markdown
     assert "**" not in markdown  # no heading written as a bold paragraph
     assert "Notable traits" not in markdown and "ⓘ" not in markdown and "[Run]" not in markdown
     assert "```rust\nlet mut vec = vec![1, 2, 3];\nlet vec2 = vec.split_off(1);\n```" in markdown
@@ -240,3 +240,124 @@ def test_an_asciidoc_articles_title_is_content() -> None:
     assert extract_html(page, URL).markdown == (
         "# How to revert a faulty merge\n\nAlan said that a merge broke the master branch, and that reverting it "
         "was only half of the story.\n")
+
+
+def _page(body: str, title: str = "SDL_syswm.h") -> bytes:
+    return f"<html><head><title>{title}</title></head><body><main>{body}</main></body></html>".encode()
+
+
+# Doxygen: the member summary is one table whose heading rows (an h2 in a spanning cell) separate the kinds of
+# members, with spacer rows between the items; each member's prototype is a table of its own.
+DOXYGEN_MEMBERS = _page("""<h1>SDL_SysWMinfo Struct Reference</h1>
+<table class="memberdecls">
+<tr class="heading"><td colspan="2"><h2 class="groupheader"><a id="pub-attribs"></a>Data Fields</h2></td></tr>
+<tr class="memitem:a1"><td class="memItemLeft" align="right"><a class="el" href="v.html">SDL_version</a>&#160;</td>
+<td class="memItemRight"><a class="el" href="#a1">version</a></td></tr>
+<tr class="separator:a1"><td class="memSeparator" colspan="2">&#160;</td></tr>
+<tr class="memitem:a2"><td class="memItemLeft" align="right">int&#160;</td><td class="memItemRight"><a href="#a2">dev_index</a></td></tr>
+<tr class="memdesc:a2"><td class="mdescLeft">&#160;</td><td class="mdescRight">Device index of the window. </td></tr>
+<tr class="heading"><td colspan="2"><h2 class="groupheader">Macros</h2></td></tr>
+<tr class="memitem:a3"><td class="memItemLeft" align="right">#define&#160;</td><td class="memItemRight">SDL_X&#160;&#160;&#160;1</td></tr>
+<tr class="memitem:a4"><td class="memItemLeft" align="right">#define&#160;</td><td class="memItemRight">SDL_Y&#160;&#160;&#160;2</td></tr>
+</table>
+<h2 class="groupheader">Function Documentation</h2>
+<h2 class="memtitle"><span class="permalink"><a href="#a5">&#9670;&nbsp;</a></span>SDL_GetWindowWMInfo()</h2>
+<div class="memitem"><div class="memproto"><table class="memname">
+<tr><td class="memname">SDL_bool SDL_GetWindowWMInfo </td><td>(</td><td class="paramtype">SDL_Window *&#160;</td>
+<td class="paramname"><em>window</em>, </td></tr>
+<tr><td class="paramkey"></td><td></td><td class="paramtype">SDL_SysWMinfo *&#160;</td><td class="paramname"><em>info</em>&#160;</td></tr>
+<tr><td></td><td>)</td><td></td><td></td></tr></table></div>
+<div class="memdoc"><p>Get driver-specific information about a window.</p></div></div>
+<h2 class="memtitle"><span class="permalink"><a href="#a6">&#9670;&nbsp;</a></span></h2>
+<div class="memitem"><div class="memdoc"><p>An anonymous union of the subsystems' fields.</p></div></div>""")
+
+
+def test_doxygen_member_summaries_are_sections_with_tables() -> None:
+    markdown = extract_html(DOXYGEN_MEMBERS, URL).markdown
+    assert (
+        "## Data Fields\n\n"
+        "| [SDL_version](https://docs.example.org/v.html) | [version](https://docs.example.org/page.html#a1) |\n"
+        "| --- | --- |\n"
+        "| int | [dev_index](https://docs.example.org/page.html#a2) |\n"
+        "|  | Device index of the window. |\n\n"  # the spacer row between two items is gone
+        "## Macros\n\n"
+        "| #define | SDL_X 1 |\n| --- | --- |\n| #define | SDL_Y 2 |\n"
+    ) in markdown
+
+
+def test_doxygen_prototypes_are_code_and_member_headings_lose_the_diamond() -> None:
+    markdown = extract_html(DOXYGEN_MEMBERS, URL).markdown
+    assert (
+        "\n## SDL_GetWindowWMInfo()\n\n`SDL_bool SDL_GetWindowWMInfo (SDL_Window * window, SDL_SysWMinfo * info)`\n"
+        in markdown
+    )
+    assert "\u25c6" not in markdown
+    assert "\n## \n" not in markdown and "\n##\n" not in markdown  # a heading of nothing but the diamond goes
+    assert "Get driver-specific information about a window." in markdown
+    assert "An anonymous union of the subsystems' fields." in markdown
+
+
+def test_a_one_row_table_of_inline_cells_is_a_line() -> None:
+    page = _page(
+        '<h1>Index</h1><table class="cp-letters-header-printindex"><tr><th>Jump to: &nbsp; </th>'
+        '<td><a href="#A"><b>A</b></a></td><td><a href="#B"><b>B</b></a></td></tr></table>'
+        "<p>The index of every macro.</p>"
+    )
+    markdown = extract_html(page, URL).markdown
+    assert (
+        "Jump to: [**A**](https://docs.example.org/page.html#A) [**B**](https://docs.example.org/page.html#B)"
+        in markdown
+    )
+    assert "| --- |" not in markdown
+
+
+def test_a_data_table_keeps_its_rows_when_a_cell_holds_a_short_block() -> None:
+    # Sphinx (decimal's constants): the first cell of each row is an object description, a <dl>
+    page = _page(
+        """<h1>decimal</h1><table class="docutils"><thead><tr><th class="head"></th>
+<th class="head"><p>32-bit</p></th><th class="head"><p>64-bit</p></th></tr></thead><tbody>
+<tr><td><dl class="py data"><dt class="sig sig-object py" id="decimal.MAX_PREC"><span class="sig-prename">decimal.</span><span class="sig-name descname">MAX_PREC</span><a class="headerlink" href="#decimal.MAX_PREC">\u00b6</a></dt><dd></dd></dl></td>
+<td><p><code>425000000</code></p></td><td><p><code>999999999999999999</code></p></td></tr>
+<tr><td><h4>Limit</h4></td><td><p>short</p></td><td><pre>x = 1</pre></td></tr></tbody></table>""",
+        "decimal",
+    )
+    markdown = extract_html(page, URL).markdown
+    assert (
+        "|  | 32-bit | 64-bit |\n| --- | --- | --- |\n"
+        "| `decimal.MAX_PREC` | `425000000` | `999999999999999999` |\n"
+        "| **Limit** | short | `x = 1` |\n"
+    ) in markdown
+
+
+def test_a_table_whose_cell_holds_a_long_block_is_still_written_as_blocks() -> None:
+    code = "\n".join(f"line_{i} = {i}" for i in range(5))
+    page = _page(
+        f"<h1>Example</h1><table><tr><th>Name</th><th>Code</th></tr>"
+        f"<tr><td>setup</td><td><pre>{code}</pre></td></tr></table>",
+        "Example",
+    )
+    markdown = extract_html(page, URL).markdown
+    assert f"```\n{code}\n```" in markdown  # the code keeps its lines: no pipe table can hold them
+    assert "| --- |" not in markdown
+
+
+def test_text_that_reads_as_a_tag_is_escaped_but_code_links_and_markup_are_not() -> None:
+    page = _page(
+        "<h1>Class Range&lt;T&gt;</h1>"
+        '<p>Returns: <a href="https://developer.mozilla.org/s">&lt;string&gt;</a>; see &lt;commit&gt;, '
+        "<code>Vec&lt;T&gt;</code>, 2<sup>32</sup>, &lt;https://example.org/x&gt;, a &lt; b and &lt;T, N&gt;.</p>"
+        '<p><a href="https://docs.example.org/a b.html">spaced</a></p>',
+        "Range",
+    )
+    extracted = extract_html(page, URL)
+    markdown = extracted.markdown
+    assert extracted.title == "Class Range<T>"
+    assert "# Class Range\\<T>\n" in markdown
+    assert (
+        "Returns: [\\<string>](https://developer.mozilla.org/s); see \\<commit>, `Vec<T>`, 2<sup>32</sup>, " in markdown
+    )
+    assert "<https://example.org/x>, a < b and \\<T, N>." in markdown
+    assert (
+        "[spaced](<https://docs.example.org/a b.html>)" in markdown
+        or "[spaced](https://docs.example.org/a%20b.html)" in markdown
+    )

@@ -10,6 +10,10 @@ from lxml import etree
 _CSS_MODULE_HASH_RE = re.compile(r"_[A-Za-z0-9-]{4,6}$")
 
 HEADING_NAMES = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+#: Permalink glyphs at the end of a heading (pilcrow, section sign, link emoji, a lone ``#``) and at its
+#: start (Doxygen's diamond, ``&#9670;``), with the space beside them.
+HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
+HEADING_HEAD_RE = re.compile(r"^[\u25c6\u00b6\u00a7\U0001f517]+\s*")
 
 
 class Node(etree.ElementBase):

@@ -40,7 +40,9 @@ import html_to_markdown
 from lxml import etree
 
 from docscraper.content.extraction._dom import (
+    HEADING_HEAD_RE,
     HEADING_NAMES,
+    HEADING_TAIL_RE,
     Node,
     attr,
     classes,
@@ -60,7 +62,7 @@ from docscraper.content.extraction.structure import LINENO_TOKENS
 from docscraper.content.images import image_alt, image_source
 from docscraper.content.markdown import closes_fence, fence_open
 
-__all__ = ["HEADING_TAIL_RE", "INVISIBLE_RE", "to_markdown"]
+__all__ = ["INVISIBLE_RE", "to_markdown"]
 
 _OPTIONS = html_to_markdown.ConversionOptions(
     heading_style="atx",
@@ -99,13 +101,22 @@ _BLOCKS = ("details", "figure", "main", "header", "footer", "aside", "nav", "cen
 _UNQUOTED_BLOCKS = ("pre", "table", "dl")
 _EDGE_RULES_RE = re.compile(r"\A(?:\s*---[ \t]*\n)+|(?:\n[ \t]*---)+\s*\Z")
 INVISIBLE_RE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
-HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0001f517]+)\s*$")
 #: The first line of an admonition's quote (:func:`_rewrite_admonitions`).
 _ADMONITION_LEAD_RE = re.compile(r"^> \*\*[^*\n]{1,40}:\*\* ")
 _ATX_RE = re.compile(r"^(#{1,6}) (.*)$")
 _INLINE_CODE = ("code", "kbd", "samp", "tt")
 _PRE_BLOCK_RE = re.compile(r"(<pre[\s>].*?</pre>)", re.S)
 _LINE_BREAK_RE = re.compile(r"\n\s*")  # the white space before it is collapsed by the converter
+#: In a line of text: a code span, a link destination in brackets, the tags and autolinks the converter
+#: writes, or a ``<`` that CommonMark could read as the start of an HTML tag (escaped by :func:`_finish`).
+_TEXT_TOKEN_RE = re.compile(
+    r"(`+).+?(?<!`)\1(?!`)"
+    r"|\]\(<[^<>\n]*>"
+    r"|</?su[bp]>"
+    r"|<[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*>"
+    r"|<[^\s<>@`]+@[^\s<>`]+>"
+    r"|<(?=[A-Za-z/!?])"
+)
 
 
 def _code_span(context: Node, value: str) -> Node:
@@ -411,8 +422,16 @@ def _clean_markup(html: str) -> str:
     return "".join(parts)
 
 
+def _escape_tag_start(match: re.Match[str]) -> str:
+    return "\\<" if match.group(0) == "<" else match.group(0)
+
+
 def _finish(markdown: str) -> str:
-    """Headings without permalink glyphs (empty ones dropped), quotes set apart, no edge rules, normalized."""
+    """Headings without permalink glyphs (empty ones dropped), quotes set apart, no edge rules, normalized.
+
+    Text that looks like a tag (``<string>``, ``Range<T>``, ``<commit>``: the page's ``&lt;``) is
+    written ``\\<string>``: the converter escapes no ``<``, and CommonMark reads ``<string>`` as raw HTML
+    that a viewer does not display."""
     lines = markdown.split("\n")
     fence: str | None = None
     out: list[str] = []
@@ -424,10 +443,12 @@ def _finish(markdown: str) -> str:
             fence = fence_open(line)
             heading = _ATX_RE.match(line) if fence is None and line[:1] == "#" else None
             if heading is not None:
-                words = HEADING_TAIL_RE.sub("", collapse_ws(heading.group(2)))
+                words = HEADING_HEAD_RE.sub("", HEADING_TAIL_RE.sub("", collapse_ws(heading.group(2))))
                 if not words:
                     continue
                 line = f"{heading.group(1)} {words}"
+            if fence is None and "<" in line:
+                line = _TEXT_TOKEN_RE.sub(_escape_tag_start, line)
             elif (
                 fence is None
                 and line[:1] == ">"

@@ -9,6 +9,8 @@ import re
 from lxml import etree
 
 from docscraper.content.extraction._dom import (
+    HEADING_NAMES,
+    HEADING_TAIL_RE,
     Node,
     attr,
     child_elements,
@@ -20,6 +22,7 @@ from docscraper.content.extraction._dom import (
     replace,
     replace_with_text,
     text,
+    text_len,
     tokens,
 )
 from docscraper.content.images import image_source
@@ -147,8 +150,15 @@ def unwrap_code_tables(root: Node) -> None:
 
 
 _BLOCK_IN_CELL = ("h1", "h2", "h3", "h4", "h5", "h6", "dl", "pre", "blockquote", "table")
+#: Blocks that a data cell can hold as one line (a heading as bold text, a short definition or
+#: one-line code block as a span) when they are this short; a longer one makes the table layout.
+_INLINE_BLOCKS = ("h1", "h2", "h3", "h4", "h5", "h6", "dl", "pre", "blockquote")
+_SHORT_BLOCK = 200
+#: What makes a cell more than a line of text: a one-row table of cells without them is a line.
+_LINE_BREAKERS = (*_BLOCK_IN_CELL, "p", "div", "ul", "ol", "section", "figure", "hr")
 _ROW_GROUP_NAMES = frozenset({"thead", "tbody", "tfoot"})
 _CELL_NAMES = frozenset({"td", "th"})
+_SIGNATURE_SPACES_RE = re.compile(r"(?<=\()\s+|\s+(?=[),])")
 
 
 def _table_rows(table: Node) -> list[Node]:
@@ -161,41 +171,153 @@ def _table_rows(table: Node) -> list[Node]:
     return rows
 
 
+def _is_empty(el: Node) -> bool:
+    return not text_len(el) and not has_descendant(el, ("img", "svg"))
+
+
+def _heading_cell(row: Node) -> Node | None:
+    """The cell of a row that is a section heading of its table (its only cell with content holds a heading)."""
+    filled = [c for c in child_elements(row, _CELL_NAMES) if not _is_empty(c)]
+    if len(filled) == 1 and has_descendant(filled[0], HEADING_NAMES):
+        return filled[0]
+    return None
+
+
+def _signature(table: Node) -> None:
+    """Doxygen's prototype table (``table.memname``: return type, name, one row per parameter) as one code span."""
+    paragraph = table.makeelement("p", {})
+    code = etree.SubElement(paragraph, "code")
+    code.text = _SIGNATURE_SPACES_RE.sub("", collapse_ws(" ".join(table.itertext())))
+    replace(table, paragraph)
+
+
+def _as_line(table: Node, cells: list[Node]) -> None:
+    """A one-row table of inline cells (a prototype split into cells, a "Jump to" letter bar) as a paragraph."""
+    paragraph = table.makeelement("p", {})
+    for cell in cells:
+        cell.tag = "span"
+        for name in list(cell.attrib):
+            del cell.attrib[name]
+        paragraph.append(cell)  # moves it out of its row
+        cell.tail = " "
+    replace(table, paragraph)
+
+
+def _split_at_headings(table: Node, rows: list[Node]) -> list[Node]:
+    """Doxygen's member summaries: a table whose section heading rows (``h2.groupheader`` in a spanning cell)
+    separate runs of data rows becomes each heading, then the rows below it as a table of their own. The
+    new tables are returned, to be prepared in turn."""
+    wrapper = table.makeelement("div", {})
+    tables: list[Node] = []
+    current: Node | None = None
+    for row in rows:
+        cell = _heading_cell(row)
+        if cell is None:
+            if current is None:
+                current = etree.SubElement(wrapper, "table")
+                tables.append(current)
+            current.append(row)
+            continue
+        current = None
+        block = etree.SubElement(wrapper, "div")
+        block.text = cell.text
+        for child in list(cell):
+            block.append(child)
+    replace(table, wrapper)
+    return tables
+
+
+def _inline_blocks(cells: list[Node]) -> bool:
+    """Write the short blocks in data cells as one line each; False (nothing changed) if one is too long."""
+    blocks = [b for cell in cells for b in cell.iterdescendants(*_INLINE_BLOCKS)]
+    for block in blocks:
+        content = text(block).strip()
+        if len(content) > _SHORT_BLOCK or (block.tag == "pre" and "\n" in content):
+            return False
+    for block in blocks:
+        if block.tag in HEADING_NAMES:
+            block.tag = "strong"
+        elif block.tag == "pre":
+            code = block.makeelement("code", {})
+            code.text = collapse_ws(text(block))
+            replace(block, code)
+        else:  # a definition list or a quote: its text, on the cell's line
+            block.tag = "span"
+    for cell in cells:
+        for dt in list(cell.iterdescendants("dt")):
+            # a Sphinx object description (decimal's constants table) is a name: a code span
+            signature = "sig" in tokens(dt, with_id=False)
+            dt.tag = "code" if signature else "strong"
+            if signature:
+                dt.text = HEADING_TAIL_RE.sub("", collapse_ws(text(dt)))
+                for child in list(dt):
+                    dt.remove(child)
+            dt.tail = " " + (dt.tail or "")
+        for dd in list(cell.iterdescendants("dd")):
+            dd.tag = "span"
+    return True
+
+
 def prepare_tables(root: Node) -> None:
     """Make data tables convertible to pipe tables and turn layout tables into plain blocks."""
     for table in list(root.iterdescendants("table")):
-        for col in list(table.iterdescendants("colgroup", "col")):
-            if col.getparent() is not None:
-                col.drop_tree()
-        captions = child_elements(table, frozenset({"caption"}))
-        if captions:
-            caption = captions[0]
-            caption.tag = "p"
-            caption.drop_tree()
-            caption.tail = None
-            table.addprevious(caption)
-        rows = _table_rows(table)
-        cells = [c for r in rows for c in child_elements(r, _CELL_NAMES)]
-        layout = (
-            attr(table, "role").lower() in ("presentation", "none")
-            or not cells
-            or len(cells) == 1
-            or has_descendant(table, ("table",))
-            or any(has_descendant(cell, _BLOCK_IN_CELL) for cell in cells)
-        )
-        if not layout:
-            # The first row is the header (html-to-markdown would read a small headerless table
-            # whose cells are mostly links as a list).
-            for cell in child_elements(rows[0], _CELL_NAMES):
-                cell.tag = "th"
-            continue
-        table.tag = "div"
-        for child in child_elements(table, _ROW_GROUP_NAMES):
-            child.tag = "div"
+        if is_under(table, root):
+            _prepare(table)
+
+
+def _prepare(table: Node) -> None:
+    if "memname" in classes(table):
+        _signature(table)
+        return
+    for col in list(table.iterdescendants("colgroup", "col")):
+        if col.getparent() is not None:
+            col.drop_tree()
+    captions = child_elements(table, frozenset({"caption"}))
+    if captions:
+        caption = captions[0]
+        caption.tag = "p"
+        caption.drop_tree()
+        caption.tail = None
+        table.addprevious(caption)
+    rows = _table_rows(table)
+    if len(rows) > 1:
         for row in rows:
-            row.tag = "div"
-        for cell in cells:
-            cell.tag = "div"
+            if _is_empty(row):  # spacer rows (Doxygen's separators)
+                row.drop_tree()
+        rows = [row for row in rows if row.getparent() is not None]
+    cells = [c for r in rows for c in child_elements(r, _CELL_NAMES)]
+    presentation = attr(table, "role").lower() in ("presentation", "none")
+    headings = [_heading_cell(r) is not None for r in rows]
+    if not presentation and len(cells) > 1 and any(headings) and not all(headings):
+        for new in _split_at_headings(table, rows):
+            _prepare(new)
+        return
+    if not presentation and len(rows) == 1 and len(cells) > 1 and not has_descendant(table, _LINE_BREAKERS):
+        _as_line(table, cells)
+        return
+    layout = (
+        presentation
+        or not cells
+        or len(cells) == 1
+        or has_descendant(table, ("table",))
+        or (
+            any(has_descendant(cell, _BLOCK_IN_CELL) for cell in cells)
+            and (len(rows) == 1 or not _inline_blocks(cells))
+        )
+    )
+    if not layout:
+        # The first row is the header (html-to-markdown would read a small headerless table
+        # whose cells are mostly links as a list).
+        for cell in child_elements(rows[0], _CELL_NAMES):
+            cell.tag = "th"
+        return
+    table.tag = "div"
+    for child in child_elements(table, _ROW_GROUP_NAMES):
+        child.tag = "div"
+    for row in rows:
+        row.tag = "div"
+    for cell in cells:
+        cell.tag = "div"
 
 
 def flatten_deep(root: Node) -> None:
