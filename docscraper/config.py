@@ -420,7 +420,7 @@ class DocscraperConfig:
     ``DOCSCRAPER_SERVER_ALLOWED_HOSTS`` (Host header names accepted besides the bound address),
     ``DOCSCRAPER_SERVER_MAX_CRAWLS`` (2 crawls running at once started by a server; 0: no cap),
     ``DOCSCRAPER_SERVER_RATE_LIMIT`` (120 requests a minute per client over HTTP; 0: no limit). The token a
-    server bound off loopback requires comes from the environment (``DOCSCRAPER_SERVER_TOKEN``), never a setting.
+    server bound off loopback requires comes from the environment, never a setting (below).
     ``DOCSCRAPER_SERVER_CREDENTIALS``: the credential references (``env:NAME``, ``file:NAME``) a server's client
     may give a source it adds (none by default: a client could otherwise send any variable to a site it names).
 
@@ -430,6 +430,16 @@ class DocscraperConfig:
     Background crawls (:mod:`docscraper.ops.launch`, the MCP server's ``recrawl_source``):
     ``DOCSCRAPER_SCRAPYD_URL`` (unset: a detached ``scrapy crawl`` process on this machine; set: scheduled
     on that Scrapyd), ``DOCSCRAPER_SCRAPYD_PROJECT`` (``docscraper``: the project deployed there).
+
+    Environment variables, read from the process's environment rather than as settings:
+    ``DOCSCRAPER_SETTINGS`` (a JSON object of settings applied at command-line priority and then removed from
+    the environment: how a background crawl gets its settings without showing them on its command line),
+    ``DOCSCRAPER_SERVER_TOKEN`` (the token a server's clients must send, unless ``--token-file`` names one;
+    required when the server binds an address off loopback), ``DOCSCRAPER_LOG_LEVEL`` (``INFO``: the settings
+    module's ``LOG_LEVEL``), ``DOCSCRAPER_REDIS_URL`` (``redis://127.0.0.1:6379/0``: the Redis of a distributed
+    run when the ``REDIS_URL`` setting is not given). The Python loader (:mod:`docscraper.library.loader`) sets
+    ``DOCSCRAPER_STREAM_FD`` for its child crawl (the file descriptor the crawl streams its documents to; not
+    one to set by hand).
     """
 
     data_dir: Path

@@ -29,7 +29,7 @@ CODE = ("docscraper", "pipelines", "settings")
 SETTINGS_MODULES = (ROOT / "settings" / "__init__.py", ROOT / "settings" / "distributed.py")
 SETTING = re.compile(r"^DOCSCRAPER_[A-Z0-9_]+$")
 #: What ``settings.get`` and friends are called on: a Scrapy ``Settings`` object, or the environment.
-READERS = {"get", "getbool", "getint", "getfloat", "getlist", "getdict", "getwithbase"}
+READERS = {"get", "getbool", "getint", "getfloat", "getlist", "getdict", "getwithbase", "pop"}
 
 
 def _venv() -> Path:
@@ -110,8 +110,9 @@ class _Reads(ast.NodeVisitor):
     """Every ``<x>.get*("DOCSCRAPER_...", default)`` of a module, with its default as written (an ``or``
     after the call counts as its default)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, constants: dict[str, str]) -> None:
         self.source = source
+        self.constants = constants  # module-level names bound to a setting's name (``TOKEN_ENV = "DOCSCRAPER_..."``)
         self.found: list[tuple[str, str | None, bool]] = []  # name, default, from the environment
 
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
@@ -134,12 +135,37 @@ class _Reads(ast.NodeVisitor):
 
     def _read(self, node: ast.AST) -> tuple[str, str | None, bool] | None:
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in READERS
-                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
-                and SETTING.match(node.args[0].value)):
+                and node.args):
+            return None
+        first = node.args[0]
+        if isinstance(first, ast.Constant) and isinstance(first.value, str):
+            name = first.value
+        elif isinstance(first, ast.Name) and first.id in self.constants:
+            name = self.constants[first.id]
+        else:
+            return None
+        if not SETTING.match(name):
             return None
         env = ast.unparse(node.func.value) in ("os.environ", "environ")
+        if node.func.attr == "pop" and not env:
+            return None
         default = ast.get_source_segment(self.source, node.args[1]) if len(node.args) > 1 else None
-        return node.args[0].value, default, env
+        if node.func.attr == "pop" and default == "None":
+            default = None
+        return name, default, env
+
+
+def _setting_constants(paths: list[Path]) -> dict[str, str]:
+    """Module-level names bound to a ``DOCSCRAPER_*`` string (``SETTINGS_ENV``, ``TOKEN_ENV``), in any module."""
+    found: dict[str, str] = {}
+    for path in paths:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                    and isinstance(node.value.value, str) and SETTING.match(node.value.value)):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        found[target.id] = node.value.value
+    return found
 
 
 def _docstring_notes() -> dict[str, str]:
@@ -186,19 +212,19 @@ def settings_inventory() -> dict[str, dict[str, Any]]:
                     item = entry(target.id)
                     item["assigned"][_module_name(path)] = ast.get_source_segment(source, node.value)
                     item["comment"] = item["comment"] or _comment_above(lines, node.lineno)
-    for package in CODE:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            if "migrations" in path.parts:
-                continue
-            source = path.read_text(encoding="utf-8")
-            reads = _Reads(source)
-            reads.visit(ast.parse(source))
-            for name, default, env in reads.found:
-                item = entry(name)
-                item["modules"].add(_module_name(path))
-                item["env"] = item["env"] or env
-                if default is not None:
-                    item["defaults"].add((_module_name(path), default))
+    paths = [path for package in CODE for path in sorted((ROOT / package).rglob("*.py"))
+             if "migrations" not in path.parts]
+    constants = _setting_constants(paths)
+    for path in paths:
+        source = path.read_text(encoding="utf-8")
+        reads = _Reads(source, constants)
+        reads.visit(ast.parse(source))
+        for name, default, env in reads.found:
+            item = entry(name)
+            item["modules"].add(_module_name(path))
+            item["env"] = item["env"] or env
+            if default is not None:
+                item["defaults"].add((_module_name(path), default))
     return dict(sorted(found.items()))
 
 

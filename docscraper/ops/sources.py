@@ -39,7 +39,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
@@ -75,8 +75,10 @@ from docscraper.storage.state import (
     database_exists,
     utcnow,
 )
-from docscraper.storage.vectors import IndexError_, VectorIndex
 from docscraper.urls import normalize_url
+
+if TYPE_CHECKING:
+    from docscraper.storage.vectors import VectorIndex
 
 __all__ = [
     "ProbeGuard",
@@ -263,6 +265,8 @@ def _open_index(config: DocscraperConfig) -> VectorIndex | None:
     """The vector index when there is one to touch (a server, or an existing directory), else None."""
     if config.chroma_url is None and not config.chroma_path.exists():
         return None
+    from docscraper.storage.vectors import IndexError_  # numpy and Chroma's client: only where an index is opened
+
     try:
         return open_vector_index(config)
     except IndexError_ as exc:
