@@ -1,23 +1,13 @@
 """Credentials of a private source: named where they are kept, read when a run opens, sent only to its origin.
 
-A source (or one run) names where its credentials are kept, never what they are (DESIGN rule 9): a
-*reference* is ``env:NAME`` (an environment variable; a bare ``NAME`` means the same) or ``file:NAME`` (a file
-called ``NAME`` in ``DOCSCRAPER_SECRETS_DIR``, default ``~/.config/docscraper/secrets``; a name, not a path).
-Three kinds, each one reference (:class:`CredentialRefs`):
-
-- ``headers``: request headers, one ``Name: value`` per line (``Authorization: Bearer ...``, ``X-Api-Key: ...``);
-- ``basic``: HTTP basic auth, ``user:password``;
-- ``cookies``: a Netscape ``cookies.txt`` (as browsers' exporters and curl write it), or ``name=value; ...``.
-
-:func:`load_credentials` reads them into :class:`Credentials`, bound to the source's origin (scheme, host,
-port): :meth:`Credentials.headers_for` gives a URL of that origin its headers and any other URL none, and
-:meth:`Credentials.managed` names the headers to take off a request to another origin. A missing variable or
-file, a malformed value or a file others may read is a :class:`CredentialError` whose message names the
-reference, never the value. :meth:`Credentials.secrets` lists the values to redact from logs.
-
-The Netscape format is parsed here (seven tab-separated fields a line): the standard library's
-``http.cookiejar.MozillaCookieJar`` reads it only from a file path, and an environment variable's value must
-not be written to disk to be read.
+A source (or one run) stores references, never values (DESIGN rule 9): ``env:NAME`` (or a bare ``NAME``) or
+``file:NAME`` (a file in ``DOCSCRAPER_SECRETS_DIR``), one per kind (:class:`CredentialRefs`): ``headers``,
+``basic`` (``user:password``), ``cookies`` (Netscape ``cookies.txt``, or ``name=value; ...``).
+:func:`load_credentials` reads them into :class:`Credentials`, bound to the source's origin:
+:meth:`Credentials.headers_for` gives that origin's URLs their headers and others none, :meth:`Credentials.managed`
+names the headers to take off elsewhere, :meth:`Credentials.secrets` the values to redact. A missing, malformed or
+readable-by-others reference is a :class:`CredentialError` naming the reference, never the value. Why:
+docs/explanation/security.md.
 """
 
 from __future__ import annotations

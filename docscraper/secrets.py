@@ -1,17 +1,11 @@
 """Secrets never leave memory (DESIGN rule 9): what counts as one, and how text is cleaned of them.
 
-Two kinds of secret reach docscraper: credentials in a URL (``https://user:password@host/``, or a query
-parameter named like a secret, ``?token=...``), and the values of settings whose names say they are secret
-(a ``_``-separated part of the name is ``PASS``, ``PASSWORD``, ``TOKEN``, ``SECRET``, ``KEY``, ``APIKEY``,
-``CREDENTIALS``...: ``HTTPAUTH_PASS``, ``AWS_SECRET_ACCESS_KEY``, ``DOCSCRAPER_SERVER_TOKEN``) or that are
-webhook URLs (their path is often the secret). :class:`Redactor` replaces both in any text with ``***``:
-the values it was told about, and credentials in any URL it sees. :func:`redact_logs` puts one on every
-handler of the root logger, so nothing logged through :mod:`logging` (Scrapy's "Overridden settings" line,
-an exception's traceback, a URL in a message) carries a secret. :func:`redact_data` cleans a JSON-ready
-value (an answer, a report's arguments).
-
-:func:`check_no_credentials` refuses a URL that carries credentials where a source or an ``llms_txt`` is
-given: docscraper never stores them.
+A secret is a credential in a URL (``https://user:password@host/``, or a query parameter named like a secret) or the
+value of a setting whose name says it is secret (a ``_``-separated part such as ``PASSWORD``, ``TOKEN``, ``SECRET``,
+``KEY``: :func:`is_secret_name`) or that is a webhook URL. :class:`Redactor` replaces both with ``***`` in any text;
+:func:`redact_logs` puts one on every handler of the root logger, so nothing logged through :mod:`logging` carries a
+secret; :func:`redact_data` cleans a JSON-ready value. :func:`check_no_credentials` refuses a URL that carries
+credentials where a source or an ``llms_txt`` is given. Where secrets come from: docs/explanation/security.md.
 """
 
 from __future__ import annotations

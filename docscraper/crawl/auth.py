@@ -1,19 +1,12 @@
 """A private source's credentials on its own origin's requests, and on no other (DESIGN rule 9).
 
-:class:`CredentialsMiddleware` is a downloader middleware placed after Scrapy's ``CookiesMiddleware`` (700):
-a request to the source's scheme, host and port (pages, robots.txt, llms.txt, sitemaps, redirect hops that
-stay there) gets the run's :class:`~docscraper.credentials.Credentials` (its headers; its cookies added to any
-the site set); a request to any other origin has the credentials' headers taken off, and their cookies taken
-out of its ``Cookie`` header, whatever copied them there (a redirect carries a request's headers on).
-
-A rendered page's request (``meta["playwright"]``) gets no header here: Chromium carries the headers a request
-was given across its redirects, to any origin (Playwright's ``route.continue_``). Basic auth goes to the browser
-instead, as the ``http_credentials`` of its context, bound to the source's origin (Chromium answers that origin's
-401 challenges only); the context's name and options are put in the request's meta here and taken out again as
-soon as the download returns, so no queue, retry or log ever holds them. Cookies go to the browser's jar
-(:mod:`docscraper.crawl.chromium`). Header credentials (a bearer token) and rendering are refused together when
-the run opens (:mod:`docscraper.crawl.resources`). No settings; stat ``docscraper/credentials/stripped`` counts
-requests to another origin that had them taken off.
+:class:`CredentialsMiddleware`, a downloader middleware after Scrapy's ``CookiesMiddleware`` (700), gives every
+request to the source's scheme, host and port the run's :class:`~docscraper.credentials.Credentials` (their
+headers; their cookies added to the site's) and takes them off a request to any other origin, whatever copied
+them there. A rendered request (``meta["playwright"]``) has the credentials' headers taken off: basic auth goes to
+its browser context as ``http_credentials`` (in its meta until the download returns), cookies to
+the browser's jar (:mod:`docscraper.crawl.chromium`). No settings. Stats: ``docscraper/credentials/stripped``
+(requests to another origin that had them taken off). Why, and the browser's case: docs/explanation/security.md.
 """
 
 from __future__ import annotations

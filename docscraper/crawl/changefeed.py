@@ -1,15 +1,12 @@
-"""The run's change feed: ``runs/<source>/<run-id>.changes.jsonl``, one JSON line per new, changed or removed
-page, for programs that keep their own copy of the index in step without reading every page again.
+"""The run's change feed: ``runs/<source>/<run-id>.changes.jsonl``, one JSON line per new, changed or removed page.
 
-:class:`ChangeFeed` creates the file when the run opens (so a run without changes has an empty feed), writes
-a line for each new or changed page once the pipelines committed it (Scrapy's ``item_scraped``; the chunk
-ids the index pipeline wrote and deleted), and one for each page removed at close
-(:data:`~docscraper.crawl.signals.pages_removed`). Lines are appended and flushed one by one: a reader may
-follow the file while the crawl runs, and the workers of a shared run that share a data directory append
-to one file. Each line is valid against ``docscraper/schema/changes.schema.json``
-(:data:`CHANGES_SCHEMA`); ``change`` is ``new``, ``changed`` or ``removed``.
-
-Settings: ``DOCSCRAPER_CHANGES_ENABLED`` (on; off: no file). Stats: ``docscraper/changes/lines``.
+:class:`ChangeFeed` creates the file when the run opens (a run without changes leaves it empty), appends a line for
+each new or changed page once the pipelines committed it (Scrapy's ``item_scraped``; with the chunk ids written and
+deleted) and one for each page removed at close (:data:`~docscraper.crawl.signals.pages_removed`), flushing each
+line, so a reader may follow the file while the crawl runs. Each line is valid against
+``docscraper/schema/changes.schema.json`` (:data:`CHANGES_SCHEMA`); ``change`` is ``new``, ``changed`` or
+``removed``. Settings: ``DOCSCRAPER_CHANGES_ENABLED`` (on; off: no file). Stats: ``docscraper/changes/lines``.
+The fields: docs/reference/output.md; a shared run's feed: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

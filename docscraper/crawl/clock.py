@@ -1,21 +1,11 @@
-"""The Twisted reactor's clock on ``time.monotonic()``, so a step of the wall clock neither stalls a crawl
-nor times out the downloads in flight.
+"""The Twisted reactor's clock on ``time.monotonic()``, so a step of the wall clock neither stalls a crawl nor
+times out the downloads in flight.
 
-Twisted schedules ``reactor.callLater`` on ``reactor.seconds()``, which is ``time.time()``, the asyncio
-reactor included (twisted/twisted#2424): a call due in 0.3 s when the wall clock steps back 30 s (an NTP
-step, a resumed VM) runs 30 s late, and one due in 30 s runs at once when it steps forward. Scrapy's own
-delays (download slots, AutoThrottle's ``download_latency``, ``call_later``, looping calls) are on asyncio's
-monotonic clock already, but Twisted's TCP client (a new connection starts in a ``callLater(0)``), its
-connection attempts and connect timeout, and the HTTP/1.1 handler's ``DOWNLOAD_TIMEOUT`` and connection
-pool are on the reactor's: a 30 s backward step stalled an unchanged recrawl of the fixture site by 30 s,
-and a forward one timed out requests in flight.
-
-:class:`MonotonicReactorClock` (an extension, always on while a reactor runs) gives the installed reactor a
-clock (``IReactorTime.seconds``, which promises "the current time in seconds", no more) that starts at the
-wall time and then advances with ``time.monotonic()``: calls already scheduled keep their time, and every
-later call runs after its own delay whatever the wall clock does. Scrapy accepts only its own asyncio reactor
-class (``AsyncCrawlerProcess`` checks the type), so the clock is set on that reactor rather than on a
-subclass. Wall time stays for what is stored or reported (``fetchedAt``, run rows, ``lastUpdate``).
+:class:`MonotonicReactorClock` (an extension, on whenever a Twisted reactor runs; ``NotConfigured`` otherwise)
+sets the installed reactor's ``seconds`` to a :class:`ReactorClock`: it starts at the wall time and then advances
+with ``time.monotonic()``, so calls already scheduled keep their time and every later call runs after its own
+delay. Wall time stays for what is stored or reported (``fetchedAt``, run rows, ``lastUpdate``). No settings.
+Why, and what a clock step did before: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,39 +1,14 @@
-"""Several workers crawling one source together: a shared frontier in Redis (scrapy-redis).
+"""Several workers crawling one source together: a shared frontier and run ledger in Redis (scrapy-redis).
 
-Used by the ``settings.distributed`` profile only (``DOCSCRAPER_LEDGER_CLASS`` names :class:`RedisLedger`);
-a single-process crawl never imports Redis. Every worker runs ``scrapy crawl docs -a source=... -a run=<shared run id>``
-against the same Redis (``REDIS_URL``), state database and Chroma server. All keys of a run live under
-``docscraper:<run>:``:
-
-``requests``        the shared queue (scrapy-redis ``PriorityQueue``; breadth first, as Scrapy's own)
-``seen``            page fingerprints (:class:`RedisPageDupeFilter`: the same identity as ``PageDupeFilter``)
-``claims`` ``emitted``  the run's page claims and emitted pages, shared so that each page is fetched and
-                    processed once, and every duplicate is recorded once, as in a single process
-``discovery``       lock: the first worker to take it discovers (robots, llms.txt, sitemaps) and seeds the
-                    queue; the others wait for the queue. ``discovery_done`` when it has
-``workers`` ``hb:<w>``  the registered workers and their heartbeats (``idle``/``busy``, expiring)
-``open_lock`` ``opened``  workers open the run one at a time; ``opened`` once one of them has
-``inflight:<w>``    requests a worker popped and has not finished; a worker whose heartbeat expires is
-                    declared dead and these go back to the queue (nothing is lost)
-``ledger:<w>`` ``counters:<w>`` ``final:<w>``  each worker's report entries, counters and close-time state
-``live:<w>``        what a worker's ``final`` would hold that the report needs of a worker that dies (its
-                    Scrapy stats, discovery's findings, a cut frontier), refreshed with each heartbeat
-``finished`` ``closed`` ``dead`` ``reported``  the coordinator's decisions
-
-:class:`DistributedCoordinator` (built by the scheduler) heartbeats, returns dead workers' requests, and
-decides the end: when every live worker is idle, no request is queued or in flight and discovery is done, for
-``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` seconds, every worker closes with reason ``finished``. The last
-worker to close (under a Redis lock) merges every worker's ledger and writes the run's one report
-(``runs/<source>/<run>.json``); orphans are removed there, once, and only when no worker died and every
-worker finished (DESIGN rule 3); a worker that died is in it as of its last heartbeat (its Scrapy stats
-included; ``discovery.distributed.died`` names it). Each worker keeps its own row in the state database's runs
-table (``<run>-<worker>``), which ``scrapy status`` shows. A run that no worker opened has no report to set its
-keys to expire: the last worker to leave it deletes them.
-
-Settings: ``DOCSCRAPER_LEDGER_CLASS = "docscraper.crawl.distributed.RedisLedger"`` and
-``SCHEDULER = "docscraper.crawl.distributed.DistributedScheduler"`` (both needed: the profile sets them), ``REDIS_URL`` (else ``$DOCSCRAPER_REDIS_URL``),
-``DOCSCRAPER_DISTRIBUTED_HEARTBEAT`` (seconds between heartbeats, 0.5), ``DOCSCRAPER_DISTRIBUTED_TTL`` (seconds without a heartbeat before a worker is dead, 10),
-``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE`` (2). Stats: ``docscraper/distributed/requeued``.
+Used by the ``settings.distributed`` profile only. Every worker runs ``scrapy crawl docs -a source=... -a run=<id>``
+against one Redis, state database and Chroma server; a run's keys live under ``docscraper:<run>:``.
+:class:`RedisLedger` shares claims, emitted pages and the page budget; :class:`DistributedScheduler` and
+:class:`RedisPageDupeFilter` the queue and fingerprints; :class:`DistributedCoordinator` heartbeats, requeues a dead
+worker's requests and decides the end. The last worker to close writes the one report, and removes orphans only
+when every worker finished. Settings: ``DOCSCRAPER_LEDGER_CLASS``, ``SCHEDULER``, ``REDIS_URL`` (else
+``$DOCSCRAPER_REDIS_URL``), ``DOCSCRAPER_DISTRIBUTED_HEARTBEAT``, ``DOCSCRAPER_DISTRIBUTED_TTL``,
+``DOCSCRAPER_DISTRIBUTED_IDLE_GRACE``. Stats: ``docscraper/distributed/requeued``. The keys, and how a run ends:
+docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

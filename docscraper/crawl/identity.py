@@ -1,18 +1,13 @@
-"""Downloader middleware and request identity for the ``docs`` spider.
+"""Request identity and redirect checks for the ``docs`` spider.
 
-:class:`RedirectScopeMiddleware` re-checks every redirect hop against the run's scope and against the
-pages already claimed, so a redirect can neither leave the source nor fetch a page twice. It sits after
-Scrapy's ``RedirectMiddleware`` in the chain (a lower order number), so it sees each redirected request
-before it is downloaded. Refusals are recorded as ``redirectOutOfScope`` / ``redirectDuplicate`` under the
-key of the URL that was first requested. It also ends redirect loops: a hop to a URL the chain has already
-requested twice (``A -> B -> A -> B -> A``, ``A -> A -> A``; one return is allowed, as in a cookie or
-consent round trip) fails the first URL with ``redirectLoop``. Chains longer than ``REDIRECT_MAX_TIMES``
-are ended by Scrapy and reported by the spider as ``redirectLimit``. Stats:
-``docscraper/pages_refused/redirect*``, ``docscraper/pages_failed``.
-
-:class:`PageFingerprinter` makes a request's identity that of the page it stands for (normalized URL),
-so Scrapy's dupefilter folds ``/page/``, ``/page?utm_source=x`` and ``/page`` into one request.
-:class:`PageDupeFilter` records the duplicates it filters in the run's ledger, so they reach the report.
+:class:`PageFingerprinter` (``REQUEST_FINGERPRINTER_CLASS``) makes a request's identity the page it stands for
+(normalized URL), so ``/page/``, ``/page?utm_source=x`` and ``/page`` are one request; :class:`PageDupeFilter`
+(``DUPEFILTER_CLASS``) records what it filters in the run's ledger. :class:`RedirectScopeMiddleware` re-checks every
+redirect hop against the scope and the pages already claimed (refusals ``redirectOutOfScope`` and
+``redirectDuplicate``, under the URL first requested) and fails a loop with ``redirectLoop``; it is off when
+``DOCSCRAPER_REDIRECT_SCOPE_ENABLED`` is. :class:`RedirectTargetMiddleware` refuses a redirect to no http(s) URL.
+Stats: ``docscraper/pages_refused/redirect*``, ``docscraper/pages_failed``. Loops, and why each middleware sits
+where it does: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

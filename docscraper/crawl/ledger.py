@@ -1,23 +1,13 @@
-"""The run ledger: everything a crawl run learns while it runs, behind one small interface.
+"""The run ledger: everything a crawl run learns while it runs, behind one small interface (:class:`RunLedger`).
 
-A ledger holds, for one run:
-
-- each URL's **outcome** (:meth:`RunLedger.record`), keyed as the report's ``items``: the path relative to the
-  scope prefix for in-scope URLs, the full URL otherwise. Each entry is ``{status, statusReason, fetchedAt}``
-  plus optional details. Precedence keeps the most informative outcome when a key is recorded twice: a
-  success beats a failure, which beats a skip. :attr:`~RunLedger.tally` keeps the counts :func:`summarize`
-  would give and :attr:`~RunLedger.recent` the latest failed and skipped URLs, so live progress costs nothing;
-- **page claims** (:meth:`~RunLedger.claim`): the first URL to claim a page id fetches it; every other URL
-  that stands for the same page is a duplicate;
-- **pages emitted** (:meth:`~RunLedger.emit`): pages whose content went down the pipelines this run;
-- the pages **reached** (fetched, answered, or failed: not orphans), the **page budget** taken, the run's
-  **counters**, and the notes the close-time decisions read (a cut frontier, unreachable robots.txt,
-  redirects to claimed pages, discovery's findings).
-
-:class:`MemoryLedger` keeps all of that in the process; :class:`docscraper.crawl.distributed.RedisLedger`
-shares claims, emitted pages and the page budget with the other workers of a distributed run, and merges
-every worker's part at close. ``DOCSCRAPER_LEDGER_CLASS`` names the implementation (a dotted path), as
-Scrapyd's ``jobstorage`` setting does; the ``settings.distributed`` profile changes it.
+Per run it holds each URL's **outcome** (:meth:`RunLedger.record`, keyed as the report's ``items``; when a key is
+recorded twice a success beats a failure, which beats a skip), the **page claims** (:meth:`~RunLedger.claim`: the
+first URL to claim a page id fetches it, every other is a duplicate), the pages **emitted** down the pipelines
+(:meth:`~RunLedger.emit`), the pages reached, the page budget, the run's counters and the notes the close-time
+decisions read. ``tally`` and ``recent`` keep the live counts and the latest failed and skipped URLs.
+:class:`MemoryLedger` keeps it in the process; :class:`docscraper.crawl.distributed.RedisLedger` shares it between
+the workers of a distributed run. ``DOCSCRAPER_LEDGER_CLASS`` names the implementation (a dotted path).
+What each part is for: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

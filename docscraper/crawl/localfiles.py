@@ -1,49 +1,14 @@
 """Local folders: the ``file://`` download handler of a ``file://`` source.
 
-``scrapy crawl docs -a source=file:///path/to/docs`` crawls a folder of HTML and Markdown files with
-the same discovery (``llms.txt``, ``llms-full.txt`` and ``sitemap.xml`` in the folder, links between
-files), scope, change detection, index and report as a site; report keys are paths relative to the
-folder. Scrapy's own ``FileDownloadHandler`` reads any path it is given, whole, with no type, and fails
-on a folder; :class:`LocalFileDownloadHandler` takes its place (``DOWNLOAD_HANDLERS["file"]``) and:
-
-* reads only inside the source's folder: the URL path is percent-decoded and its ``..`` segments
-  resolved, then the file's real path (symlinks resolved) must lie inside the folder's real path. A
-  path outside the folder is refused as ``outOfScope`` ("outside the source folder"), a symlink that
-  leads out as ``outOfScope`` ("symlink escapes the source folder"); neither is opened. Symlinks that stay
-  inside are followed. Only regular files are read (a FIFO or device is refused as ``nonText``). For any
-  source that is not a ``file://`` folder, ``file://`` URLs are refused (the SSRF guard refuses them
-  first), except an explicit ``-a llms_txt=file://...``.
-* types files by extension, as there is no Content-Type: ``.html``/``.htm`` are ``text/html``,
-  ``.xhtml`` ``application/xhtml+xml``, ``.md``/``.markdown``/``.mdx`` ``text/markdown``, ``.txt``
-  ``text/plain`` (read as Markdown), ``.xml`` ``application/xml``, ``.gz`` ``application/gzip``, and the
-  documents' types (``.pdf``, ``.docx``, ``.ipynb``, ``.epub``, ``.rst``: :mod:`docscraper.content.documents`);
-  anything else is ``application/octet-stream``, which the spider skips as ``nonText``.
-* serves a folder's ``index.html`` (or ``index.htm``, ``index.md``) for the folder's URL, answered under
-  the URL with a final ``/`` so relative links resolve inside the folder; a folder with none of them is
-  answered with a listing of its subfolders and of the files a crawl reads (at most :data:`MAX_LISTED`),
-  marked ``noindex``: the crawl follows its links and does not index the listing itself (``skipped``,
-  ``noindex``), so a folder of documents and Markdown files with no index page is crawled whole.
-* answers a missing file with a 404 (its detail "file not found"): like a 404 on a site, a page the index
-  holds is retired after ``DOCSCRAPER_GONE_AFTER`` consecutive runs that still link to it, and a file
-  deleted together with the links to it is an orphan, removed at the next clean close. The filesystem
-  does not say "gone" any more firmly than a 404 does (a folder being rebuilt misses files for a moment),
-  so no 410 is made up. An unreadable file (permissions) is a 403, which never removes anything.
-* sends ``ETag`` (mtime in ns, size and inode) and ``Last-Modified`` (mtime) and answers a matching
-  ``If-None-Match`` with a 304 without reading the file. A file modified less than
-  :data:`RACY_SECONDS` ago gets no ETag (a later edit within the filesystem's timestamp granularity
-  could keep the same one); content hashing still makes it cost nothing but the read.
-* applies ``DOWNLOAD_MAXSIZE`` (``download_maxsize`` meta) before reading: a larger file is skipped as
-  ``sizeLimit``.
-
-robots.txt does not apply to ``file://`` URLs: :class:`docscraper.crawl.robots.RobotsTxtMiddleware` passes
-every non-http(s) request, and the spider asks for no robots.txt for a ``file://`` source.
-
-Meta: reads ``docscraper_page_id``, ``docscraper_finder``, ``download_maxsize``; sets
-``docscraper_refused`` (a refusal recorded here) and ``docscraper_local_detail`` (why a 403/404 was
-answered, for the spider's errback) and ``docscraper_local_canonical`` (a folder's ``index.html``
-requested by its own name: the folder's URL, which the spider takes as its canonical URL, so
-``guide/`` and ``guide/index.html`` are one page). Stats: ``docscraper/local/read``, ``docscraper/local/not_modified``,
-``docscraper/local/refused/<reason>``, ``docscraper/local/status/<code>``.
+:class:`LocalFileDownloadHandler` (``DOWNLOAD_HANDLERS["file"]``) reads only regular files inside the source's folder
+(``..`` and symlinks resolved first), typed by extension; it answers a folder with its index file or a ``noindex``
+listing (at most :data:`MAX_LISTED` entries), a missing file with a 404, an unreadable one with a 403, a file over
+``DOWNLOAD_MAXSIZE`` with ``sizeLimit``, and a matching ``If-None-Match`` with a 304 (no ETag within
+:data:`RACY_SECONDS` of a change). Other sources' ``file://`` URLs are refused, but ``-a llms_txt=file://...``.
+Meta: reads ``docscraper_page_id``, ``docscraper_finder``, ``download_maxsize``; sets ``docscraper_refused``,
+``docscraper_local_detail`` (why a 403/404), ``docscraper_local_canonical`` (a folder's index file asked by name).
+Stats: ``docscraper/local/read``, ``.../not_modified``, ``.../refused/<reason>``, ``.../status/<code>``. What it
+answers, and why: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
-"""Rate limits a site asks for: ``Retry-After``, repeated 429s, and robots.txt ``Crawl-delay``.
+"""Rate limits a site asks for: ``Retry-After``, repeated 429s, and robots.txt ``Crawl-delay``, per origin.
 
-Everything here works per Scrapy download slot, with Scrapy's own machinery. Scrapy's slots are per host
-name (per IP with ``CONCURRENT_REQUESTS_PER_IP``), so two servers on two ports of one host would pause
-together: :class:`OriginSlotMiddleware` gives every ``http(s)`` request the slot of its origin (scheme, host
-and port) in ``download_slot``, the meta key Scrapy's downloader reads for that purpose.
-
-* A 429 or 503 response with ``Retry-After`` (seconds, or an HTTP date read against the response's
-  ``Date``) pauses its whole origin until then: from the ``response_downloaded`` signal on, nothing more is
-  sent to it. A request waits in :meth:`RateLimitMiddleware.process_request` before it joins the download
-  slot's queue, and a request the slot had queued already waits in :meth:`RateLimitMiddleware.before_sending`,
-  which docscraper's download handler awaits before it sends anything
-  (:mod:`docscraper.crawl.sendgate`); after the pause the waiting requests go one slot delay apart, not in a burst.
-  So the retry that Scrapy's ``RetryMiddleware`` makes of the 429/503 (``RETRY_HTTP_CODES``), and every
-  other request for the origin, goes out after the pause.
-* After ``DOCSCRAPER_MAX_CONSECUTIVE_429`` 429s in a row from one host (any other answer resets the
-  count) the crawl closes with reason ``rate_limited``: the run is then ``aborted``, and an aborted run
-  removes nothing (DESIGN rule 3). Requests still queued for the host are dropped, not sent (refused
-  where they would be sent: :meth:`RateLimitMiddleware.before_sending`).
-* robots.txt ``Crawl-delay`` (for ``ROBOTSTXT_USER_AGENT`` or ``USER_AGENT``, read with Protego from any
-  robots.txt response the downloader fetches, whoever asked for it) becomes a floor under the slot's
-  delay. :class:`docscraper.crawl.throttle.ConditionalAutoThrottle` calls :func:`enforce_delay_floor` so
-  AutoThrottle never lowers the delay below it. A robots.txt component that parses the file itself can
-  call :func:`apply_crawl_delay` instead.
-
-Waits are capped: ``DOCSCRAPER_RETRY_AFTER_MAX`` and ``DOCSCRAPER_CRAWL_DELAY_MAX``; a larger value is
-clamped and logged.
+:class:`OriginSlotMiddleware` gives every http(s) request the Scrapy download slot of its origin (scheme, host and
+port) in ``download_slot``. :class:`RateLimitMiddleware` pauses an origin until a 429 or 503's ``Retry-After`` has
+passed (requests wait in :meth:`~RateLimitMiddleware.process_request` and, once queued in a slot, in
+:meth:`~RateLimitMiddleware.before_sending`, which the download handler awaits: :mod:`docscraper.crawl.sendgate`),
+closes the crawl with reason ``rate_limited`` after ``DOCSCRAPER_MAX_CONSECUTIVE_429`` 429s in a row from one host,
+and keeps a slot's delay at or above its robots.txt ``Crawl-delay`` (:func:`enforce_delay_floor`,
+:func:`apply_crawl_delay`). Its class docstring names the settings and stats. Why per origin, and how a pause
+ends: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

@@ -1,46 +1,14 @@
 """JavaScript rendering: page requests rendered in Chromium through scrapy-playwright.
 
-Asked for per run (``-a render=js``) or per source (the source's stored scope carries ``"render":
-"js"``); ``-a render=none`` turns it off for one run. Only page requests are rendered: the spider adds
-:func:`render_meta` (``playwright: True``) through the scope middleware for http(s) pages that are not Markdown
-or text files. robots.txt, sitemaps and llms.txt stay plain HTTP, and so do all requests of a run that
-renders nothing.
-
-:class:`RenderingDownloadHandler` is the project's ``http``/``https`` download handler. A request
-without ``meta["playwright"]`` goes to Scrapy's HTTP/1.1 handler, unchanged. When a run that renders opens
-(:data:`~docscraper.crawl.signals.run_opened`), it creates scrapy-playwright's handler, which starts the
-Playwright driver when the engine starts; Chromium is launched with the first rendered page. A run that
-renders nothing never imports Playwright nor starts a browser. :class:`RenderingAddon` gives
-scrapy-playwright docscraper's launch options through its own setting, ``PLAYWRIGHT_LAUNCH_OPTIONS``.
-
-Chromium is Debian's (``apt-get install -y chromium``), found at ``DOCSCRAPER_CHROMIUM_PATH``
-(``/usr/bin/chromium``); nothing downloads a browser (``playwright install`` is never needed). It is
-launched headless with :data:`CHROMIUM_ARGS`, which keep it from opening background connections (a
-closed network otherwise makes it hang), in a fresh temporary profile that Playwright removes when the
-browser closes; pages open in one non-persistent context. ``PLAYWRIGHT_LAUNCH_OPTIONS`` keys win over
-these, but an ``executable_path`` other than ``DOCSCRAPER_CHROMIUM_PATH`` is an error, as is a
-``PLAYWRIGHT_BROWSER_TYPE`` other than chromium or a reactor other than asyncio's.
-
-Inside Chromium, images, media and fonts are not fetched, and every other request the page makes
-(scripts, XHR, frames) is judged by the SSRF guard's rules (:mod:`docscraper.crawl.ssrf`; names are resolved
-first): a page cannot make the browser read the crawler's own network. Two gaps remain: Playwright does not
-route the hops of a redirect the browser follows (they are not judged), and Chromium resolves names itself
-afterwards, so DNS rebinding between the two lookups is not covered for rendered pages.
-
-A rendered page is requested without validators (no ``If-None-Match``) and its item carries none: the
-HTML shell's ETag says nothing about what its scripts build from other requests. Change detection
-compares the rendered Markdown, so an unchanged page is still neither chunked nor embedded again.
-The page's URL is the one requested (or the last HTTP redirect's); a URL changed by the page's own
-scripts (``history.pushState``, a ``location`` redirect) is not followed. ``DOWNLOAD_MAXSIZE`` does not
-apply to rendered pages; ``PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT`` bounds their load.
-
-Settings: ``DOCSCRAPER_CHROMIUM_PATH``, ``DOCSCRAPER_RENDER_IDLE_TIMEOUT`` (see
-:class:`~docscraper.config.DocscraperConfig`); scrapy-playwright's ``PLAYWRIGHT_*`` settings, parsed
-once by its handler (``PLAYWRIGHT_MAX_PAGES_PER_CONTEXT``: tabs at once; ``PLAYWRIGHT_ABORT_REQUEST``
-runs after the rules above). Meta: ``playwright``, ``playwright_page_methods`` and
-``docscraper_render`` (set by the spider). Stats: ``docscraper/rendered_pages``,
-``docscraper/render/skipped/<resource type>``, ``docscraper/render/refused`` (subrequests refused by
-the SSRF rules), and scrapy-playwright's ``playwright/...``.
+Asked for per run (``-a render=js``; ``render=none`` turns it off) or per source (``"render": "js"`` in its scope).
+The scope middleware adds :func:`render_meta` to http(s) page requests (:func:`renders_url`); discovery stays plain
+HTTP. :class:`RenderingDownloadHandler` (``http``/``https``) hands those to scrapy-playwright's handler, created when
+a run that renders opens, and everything else to Scrapy's HTTP/1.1 handler; a run that renders nothing never imports
+Playwright. :class:`RenderingAddon` sets docscraper's launch options (:class:`BrowserConfig`) in
+``PLAYWRIGHT_LAUNCH_OPTIONS``; :func:`render_problem` says why a run cannot render. Settings:
+``DOCSCRAPER_CHROMIUM_PATH``, ``DOCSCRAPER_RENDER_IDLE_TIMEOUT``, ``PLAYWRIGHT_*``. Meta: ``playwright``,
+``playwright_page_methods``, ``docscraper_render``. Stats: ``docscraper/rendered_pages``,
+``docscraper/render/skipped/<resource type>``, ``docscraper/render/refused``. Why: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

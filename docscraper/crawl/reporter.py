@@ -1,23 +1,13 @@
-"""The extension that records a run: its row in the state database, its live progress, and at close the
-removal decisions (DESIGN rules 3 and 4) and the stats JSON report.
+"""The extension that records a run: its row in the state database, its live progress, and at close the removal
+decisions (DESIGN rules 3 and 4) and the stats JSON report.
 
-:class:`RunReporter` starts the run's progress recorder when :class:`~docscraper.crawl.resources.CrawlResources`
-has opened the run (:data:`~docscraper.crawl.signals.run_opened`), and when the spider closes
-(:data:`~docscraper.crawl.signals.run_closing`, before the resources close) it:
-
-1. writes the failures the state must count (consecutive 404s);
-2. in a shared run, publishes this worker's part and, if it is the last worker to close, merges every part
-   (:meth:`~docscraper.crawl.ledger.RunLedger.close_worker`);
-3. retires the pages the index holds that said ``noindex`` this run, gate or not; removes orphans and
-   retires gone pages when the removal gate allows it (:meth:`RunReporter.removal_gate`), chunks first, then
-   state rows (DESIGN rule 1), within ``DOCSCRAPER_MAX_DELETE_RATIO`` unless ``DOCSCRAPER_FORCE_DELETE``;
-4. writes ``runs/<source>/<run-id>.json`` and ``crawl-metadata.json`` (:mod:`docscraper.crawl.report`) and finishes
-   the run's row.
-
-It sends :data:`~docscraper.crawl.signals.pages_removed` after a removal and
-:data:`~docscraper.crawl.signals.run_finished` once the report is written (the change feed and the webhook).
-
-Stats: ``docscraper/pages_removed``; counters ``chunks_deleted``, ``removal_errors``.
+:class:`RunReporter` starts the progress recorder on :data:`~docscraper.crawl.signals.run_opened`; on
+:data:`~docscraper.crawl.signals.run_closing` it counts consecutive 404s, merges a shared run's parts, retires
+``noindex`` pages, removes orphans and gone pages when :meth:`RunReporter.removal_gate` allows (chunks, then state
+rows; within ``DOCSCRAPER_MAX_DELETE_RATIO`` unless ``DOCSCRAPER_FORCE_DELETE``), writes the report
+(:mod:`docscraper.crawl.report`) and finishes the run's row. It sends :data:`~docscraper.crawl.signals.pages_removed`
+and :data:`~docscraper.crawl.signals.run_finished`. Stats: ``docscraper/pages_removed``; counters ``chunks_deleted``,
+``removal_errors``. The steps: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """The extension that owns a ``docs`` crawl's shared parts and resources.
 
-:class:`CrawlResources` is built once per crawl (``EXTENSIONS``). In ``from_crawler`` it parses the
-``DOCSCRAPER_*`` settings into the frozen :class:`~docscraper.config.DocscraperConfig` and builds the run
-ledger (``DOCSCRAPER_LEDGER_CLASS``); at ``spider_opened`` it opens the state store
-(``DOCSCRAPER_STATE_STORE_CLASS``), resolves the run's :class:`~docscraper.crawl.target.CrawlTarget` and
-opens the vector index (``DOCSCRAPER_VECTOR_INDEX_CLASS``); the embedder (``DOCSCRAPER_EMBEDDER_CLASS``) is
-loaded on first use, so an unchanged recrawl never loads the model, or as soon as the run opens when the
-source has no page indexed yet (every page will need it). It then sends
+:class:`CrawlResources` (``EXTENSIONS``) parses the ``DOCSCRAPER_*`` settings once into
+:class:`~docscraper.config.DocscraperConfig` and builds the run ledger (``DOCSCRAPER_LEDGER_CLASS``); at
+``spider_opened`` it opens the state store and the vector index (``DOCSCRAPER_STATE_STORE_CLASS``,
+``DOCSCRAPER_VECTOR_INDEX_CLASS``), resolves the run's :class:`~docscraper.crawl.target.CrawlTarget` and sends
 :data:`~docscraper.crawl.signals.run_opened`; at ``spider_closed`` it sends
-:data:`~docscraper.crawl.signals.run_closing` (the run's report is written then) and closes everything it
-opened once every handler has returned.
-
-Other components take it once, in their own ``from_crawler``, with :meth:`CrawlResources.of`, and keep
-the parts they need. Blocking calls (SQL, Chroma, the model, files) go through :meth:`CrawlResources.call`,
-one single-thread pool per resource, so the reactor thread never waits and each resource has one user at a
-time; parsing fetched pages, which is CPU work, goes to :attr:`CrawlResources.parsers`, worker processes
-(:mod:`docscraper.crawl.workers`). A resource that cannot open closes the crawl at once with a clear reason (``state_unavailable``,
-``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``open_failed``), and so does a source another
-process holds (``source_busy``: its lock, :meth:`CrawlResources._take_source`).
+:data:`~docscraper.crawl.signals.run_closing`, then closes them. The embedder (``DOCSCRAPER_EMBEDDER_CLASS``) loads
+on first use. Components take it with :meth:`CrawlResources.of`; blocking calls go through :meth:`CrawlResources.call`
+(one thread per resource). A run that cannot open closes with its reason (``source_busy``, ``state_unavailable``,
+``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``credentials_unavailable``, ``model_mismatch``,
+else ``open_failed``). Why: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,44 +1,14 @@
 """robots.txt per RFC 9309: fetched once per host per run, parsed with Protego, and obeyed on errors too.
 
-Scrapy's own ``RobotsTxtMiddleware`` allows everything when robots.txt cannot be downloaded and parses the
-body of whatever status came back. :class:`RobotsTxtMiddleware` takes its slot (``DOWNLOADER_MIDDLEWARES``
-in ``settings/``) and follows RFC 9309 section 2.3.1 instead. What a host's robots.txt said is a
-:class:`RobotsTxt`:
-
-``parsed``
-    a 2xx answer, after redirects (Scrapy's ``RedirectMiddleware``, up to ``REDIRECT_MAX_TIMES``, 10 here;
-    the RFC asks for at least 5, across hosts too). Its rules, parsed by ``ROBOTSTXT_PARSER`` (Protego by
-    default), apply to the host first asked.
-``unavailable``
-    a 4xx (404, 401, 403, 410...), a redirect that was not or could not be followed (3xx without a
-    ``Location``, more than ``REDIRECT_MAX_TIMES`` hops): there are no rules, everything is allowed
-    (RFC 9309 2.3.1.3, 2.3.1.2).
-``unreachable``
-    a 5xx, a network error (refused connection, DNS failure, timeout), each after Scrapy's retries, or a
-    429: complete disallow (RFC 9309 2.3.1.4). Every request to the host is refused. 429 Too Many
-    Requests is a 4xx, but it says "slow down", not "there is no robots.txt"; the RFC gives 4xx as an
-    example of "unavailable", and reading a rate limit as "crawl everything" would hammer a host that
-    just asked for less. Like Google's crawler, docscraper takes it as unreachable.
-
-Requests refused raise :class:`RobotsDenied` (an ``IgnoreRequest`` whose message names robots.txt and
-whose ``detail`` says why), and the ``docs`` spider records them with the reason ``robots``. The run is
-told what each host's robots.txt said (the report's ``discovery.robots``); a host whose robots.txt was
-unreachable makes the run ``partial`` and stops orphan removal (DESIGN rule 3: pages not reached are not
-gone).
-
-Other components read the results from the enabled instance (``crawler.get_downloader_middleware``):
-``await robots_for(url)`` fetches the host's robots.txt if this run has not yet (the spider reads its
-``Sitemap:`` lines from it, so robots.txt is requested once), :meth:`RobotsTxtMiddleware.get` and
-:meth:`RobotsTxtMiddleware.crawl_delay` answer without fetching.
-
-Settings: ``ROBOTSTXT_OBEY`` (off: ``NotConfigured``), ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``
-(default: the request's ``User-Agent``, else ``USER_AGENT``, ``docscraper/<version> (+<DOCSCRAPER_CONTACT>)``; Protego
-matches a group's product token, ``User-agent: docscraper``, inside it). Request meta:
-``dont_obey_robotstxt`` (Scrapy's). Signals: Scrapy's ``robots_parsed`` for each 2xx robots.txt. Stats:
-``docscraper/robots/fetched`` (robots.txt files requested, one per host), ``docscraper/robots/parsed``,
-``docscraper/robots/unavailable``, ``docscraper/robots/unreachable`` (per host),
-``docscraper/robots/status/<code>``, ``docscraper/robots/disallowed`` (requests refused by the rules) and
-``docscraper/robots/disallowed_unreachable`` (requests refused because robots.txt was unreachable).
+:class:`RobotsTxtMiddleware` takes the slot of Scrapy's own. A host's :class:`RobotsTxt` is ``parsed`` (a 2xx after
+redirects), ``unavailable`` (a 4xx, a redirect not followed: everything allowed) or ``unreachable`` (a 5xx, a network
+error or a 429, after retries: everything refused, the run ``partial``, no orphan removed). A refused request raises
+:class:`RobotsDenied` (reason ``robots``). Other components ask the enabled instance: ``await robots_for(url)``
+fetches once; :meth:`~RobotsTxtMiddleware.get` and :meth:`~RobotsTxtMiddleware.crawl_delay` never fetch. Settings:
+``ROBOTSTXT_OBEY`` (off: ``NotConfigured``), ``ROBOTSTXT_PARSER``, ``ROBOTSTXT_USER_AGENT``. Meta:
+``dont_obey_robotstxt``. Signal: ``robots_parsed``. Stats: ``docscraper/robots/fetched``, ``.../parsed``,
+``.../unavailable``, ``.../unreachable``, ``.../status/<code>``, ``.../disallowed``, ``.../disallowed_unreachable``.
+Why these readings of the RFC: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

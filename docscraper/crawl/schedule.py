@@ -1,40 +1,13 @@
 """Revisit schedules: when each page is checked next, and which pages a due-only run fetches.
 
-Every check of a page leaves its schedule in the state store (``pages.next_check_at``, ``check_interval``,
-``unchanged_checks``; ``failure_count`` is the failure streak and ``last_changed`` the last change):
-
-- **steps** (the default, ``DOCSCRAPER_REVISIT_POLICY=steps``): a new or changed page is checked again after the
-  first of ``DOCSCRAPER_REVISIT_INTERVALS`` (1 day), and each unchanged check moves it one step on (3, 7, then 14
-  days, the ceiling);
-- **adaptive** (Nutch's ``AdaptiveFetchSchedule``): the interval is multiplied by ``DOCSCRAPER_REVISIT_GROW``
-  (1.4) when the page is unchanged and by ``DOCSCRAPER_REVISIT_SHRINK`` (0.8) when it changed, clamped to
-  ``DOCSCRAPER_REVISIT_MIN_INTERVAL`` .. ``DOCSCRAPER_REVISIT_MAX_INTERVAL``;
-- an unchanged page whose ETag is new (the server says it changed; its Markdown did not) starts again at the
-  first step, as a change does;
-- a failure (HTTP error, timeout...) backs the page off: ``DOCSCRAPER_REVISIT_ERROR_BASE`` (10 minutes) x 2^(n-1)
-  after the n-th failure in a row, at most the ceiling, or the response's ``Retry-After`` when longer; its
-  interval stays as it was;
-- ``scrapy reindex`` (a forced re-process) clears the next check: the page is due at once;
-- a check is planned up to ``DOCSCRAPER_REVISIT_JITTER`` (0.1) of its interval early, by a share drawn from the
-  page's id and its streak (the same every time for the same page and step, so runs and simulations repeat):
-  the thousands of pages one cold crawl found on one day fall due over the following days' runs instead of
-  all in one, and the spread grows with each interval. A check is never planned late, so a page that changes
-  within its interval is still found within it; the interval itself (``check_interval``) is stored unjittered.
-
-A due-only run (``-a due=1``, ``scrapy recrawl NAME --due``) discovers as usual and fetches a known page only
-when :meth:`RevisitPolicy.why_due` gives a reason: it is new to the state, it was never scheduled, a reindex was
-asked for, its sitemap ``<lastmod>`` is newer than what the last check saw (or than its last change), or its next
-check has come. The other pages are "not due": reached (never orphans), reported ``skipped``/``notDue`` with
-their next check, and the links stored from their last fetch are followed, so the frontier stays whole.
-
-Sitemap ``<lastmod>`` values are trusted until they prove otherwise (:class:`LastmodWatch`): a sitemap file
-whose every URL carries one date (a generator's build time) is ignored for that run, and a source where
-lastmod moved for at least 5 pages in a run while at least half of them did not change is marked untrusted
-in the state store; its lastmod is then ignored for ``DOCSCRAPER_REVISIT_MAX_INTERVAL`` before it is tried
-again. Both are noted in the report's ``schedule`` section.
-
-The schedule's clock is the wall clock moved forward by ``DOCSCRAPER_REVISIT_CLOCK_OFFSET`` seconds (0), so
-simulated weeks need no waiting.
+Every check leaves its page's schedule in the state store (``next_check_at``, ``check_interval``,
+``unchanged_checks``, ``failure_count``, ``last_changed``). :class:`RevisitPolicy` plans it by
+``DOCSCRAPER_REVISIT_POLICY``: ``steps`` (``DOCSCRAPER_REVISIT_INTERVALS``, one step on per unchanged check) or
+``adaptive`` (``DOCSCRAPER_REVISIT_GROW`` / ``SHRINK`` within ``MIN_INTERVAL`` .. ``MAX_INTERVAL``); a failure backs
+off from ``DOCSCRAPER_REVISIT_ERROR_BASE``; a check is planned up to ``DOCSCRAPER_REVISIT_JITTER`` early, never late.
+:meth:`RevisitPolicy.why_due` says why a known page is due in a due-only run (``-a due=1``), or None;
+:class:`LastmodWatch` decides whether a source's sitemap ``<lastmod>`` is believed. The clock is the wall clock plus
+``DOCSCRAPER_REVISIT_CLOCK_OFFSET``. The policies in full: docs/howto/schedules.md; why: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,11 @@
 """Crawl scope: which URLs belong to a source.
 
-A URL is in scope when it is on the source's host, under its path prefix, matched by the ``allow``
-globs (if any) and by no ``block`` glob. Globs are wcmatch patterns over the URL path (query excluded):
-``*`` stays inside one folder, ``**`` crosses folders and matches zero or more of them. A pattern that
-starts with ``/`` is matched against the absolute path (``/docs/archive/**``); any other pattern against
-the path relative to the prefix (``archive/**``). ``!pattern`` in ``allow`` excludes. A folder URL
-(``guide/``) is tested both as ``guide`` and ``guide/`` so that ``guide/**`` covers the folder's index.
-
-The seed URL is always fetched, whatever the patterns say, so that its links can be followed. The
-prefix's own page (``./``) is always in scope: patterns select the pages below it; any other seed page is
-indexed only when the patterns accept it.
+A URL is in scope when it is on the source's scheme and host, under its path prefix, matched by the ``allow`` globs
+(if any) and by no ``block`` glob. Globs are wcmatch patterns over the URL path (query excluded): ``*`` stays inside
+one folder, ``**`` crosses folders (zero or more); a pattern that starts with ``/`` is matched against the absolute
+path, any other against the path relative to the prefix; ``!pattern`` in ``allow`` excludes. A folder URL
+(``guide/``) is tested as ``guide`` and ``guide/``. The prefix's own page (``./``) is always in scope: patterns
+select the pages below it. Why wcmatch: docs/explanation/choices.md; the seed's case: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
 """The spider middleware that decides what a run fetches and processes: scope, depth, page budget, claims.
 
-The ``docs`` spider yields a plain request for every URL it discovers (meta ``docscraper_finder`` and
-``docscraper_depth``) and an item for every page it parses. :class:`ScopeMiddleware` judges each one, the
-way Scrapy's ``DepthMiddleware`` and scrapy-deltafetch filter requests:
-
-- a **request** must be fetchable (http(s); ``file://`` only for a local source), in scope (same site and
-  path prefix, allow/block globs), within ``max_depth``, not a binary file, for a page no other URL claimed,
-  and within ``max_pages``. An admitted request gets the page's id, report key and render meta
-  (``docscraper_page_id``, ``docscraper_key``, ``docscraper_render``, ``playwright``...) and a priority that
-  keeps the crawl breadth first. A refused one is recorded in the ledger with its reason and dropped;
-- an **item** is one page: an llms-full.txt section claims its page like a request does; a parsed page is
-  moved to its ``rel=canonical`` URL when that stays in scope, and dropped as a duplicate when its page was
-  already emitted this run; a seed fetched for its links only (its own URL refused by allow/block) yields no
-  item. An admitted page is emitted, and its report hints (rendering, hash routes) are set.
-
-In a due-only run (``-a due=1``; :mod:`docscraper.crawl.schedule`) a request for a known page that is not due is
-not sent: the page is claimed, reached and recorded ``skipped``/``notDue`` with its next check, and the links
-stored from its last fetch are judged in its place (as a 304's are), so the frontier stays whole. A fetched page's
-request carries ``docscraper_revisit``, why it was due (counter ``due/<reason>``).
-
-Discovery's requests (``start``) are all judged before the first one is yielded, so every page keeps the
-first finder that listed it (llms-full, llms, sitemap, link) whatever the engine fetches first.
-
-Meta read: ``docscraper_finder``, ``docscraper_depth``, ``docscraper_seed`` (the run's seed),
-``docscraper_lastmod`` (the sitemap's ``<lastmod>``), ``docscraper_candidate`` (a URL discovery listed; any other request is a link on a page, a duplicate when its
-page is claimed), ``docscraper_repeat`` (a URL discovery listed twice: a duplicate only when its first listing claimed the
-page), ``docscraper_section_of`` (a link inside an llms-full.txt section: followed only when the section's
-page was admitted). Stats: ``docscraper/pages_scheduled``, ``docscraper/pages_refused/<reason>``; counters
-``needs_rendering``, ``hash_route_pages``, ``empty_pages``, ``llms_full_pages``.
+:class:`ScopeMiddleware` judges what the ``docs`` spider yields. A **request** must be fetchable, in scope, within
+``max_depth``, not a binary file, for a page no other URL claimed, within ``max_pages`` and (``-a due=1``) due:
+admitted, it gets its page's meta (``docscraper_page_id``, ``docscraper_key``, render meta) and a breadth-first
+priority; refused, it is recorded with its reason and dropped. An **item** moves to its in-scope ``rel=canonical``
+URL, and is dropped as a duplicate when its page was already emitted. Meta read: ``docscraper_finder``,
+``docscraper_depth``, ``docscraper_seed``, ``docscraper_lastmod``, ``docscraper_candidate``, ``docscraper_repeat``,
+``docscraper_section_of``; set: ``docscraper_revisit``. Stats: ``docscraper/pages_scheduled``,
+``docscraper/pages_refused/<reason>``; counters ``needs_rendering``, ``hash_route_pages``, ``empty_pages``,
+``llms_full_pages``, ``due/<reason>``. The rules in full: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

@@ -1,72 +1,15 @@
-"""SSRF guard: a crawl must not be steered at the crawler's own network.
+"""SSRF guard: a crawl must not be steered at the crawler's own network (reason ``blockedAddress``).
 
-A documentation site decides which URLs the crawler fetches: links, sitemap and llms.txt entries,
-redirects. Without a guard, a hostile or compromised site can make the crawler request
-``http://169.254.169.254/latest/meta-data/`` (cloud credentials), an admin port on ``127.0.0.1``, or
-a service on the private network, and the answer may even end up in the index. The guard refuses, with
-the reason ``blockedAddress``:
-
-* any scheme but ``http``/``https`` (``file://``, ``ftp://``, ``data:``, ``s3://``...), except
-  ``file://`` when the source itself is a ``file://`` URL;
-* a host that is, or resolves to, a loopback, private (RFC 1918, ``fc00::/7``), link-local
-  (``169.254.0.0/16``, ``fe80::/10``), multicast, unspecified (``0.0.0.0``, ``::``), carrier-grade NAT
-  (``100.64.0.0/10``) or otherwise reserved/non-global address, in any spelling: IPv4-mapped,
-  NAT64 and 6to4 IPv6 forms are judged by the IPv4 address they carry, and the integer, octal and hex
-  host forms that ``inet_aton`` accepts (``http://2130706433/``, ``http://0x7f.1/``, ``http://0177.1/``)
-  are parsed as the addresses they stand for. Neither Scrapy nor :func:`docscraper.urls.normalize_url`
-  rewrites those forms, but the system resolver does, so they are judged here as it will read them.
-
-Two kinds of host are trusted: the **source's own host** (the seed URL's hostname, any port, compared
-as written, so ``localhost``, ``127.0.0.2`` or ``[::1]`` are *other* hosts when the seed is on
-``127.0.0.1``; the host of an explicit ``-a llms_txt=`` URL is the user's choice too, and so are the
-proxies requests are sent through), and the hosts of ``DOCSCRAPER_SSRF_ALLOWED_HOSTS``: host names,
-IP addresses or CIDR networks (``docs.internal, 10.1.2.3, 10.20.0.0/16``). A name in the list is
-trusted whatever it resolves to; an address or network trusts every host that is, or resolves to, an
-address inside it. Link-local addresses are refused even for the source host: only the allow-list lets
-them through (cloud metadata services live there).
-
-Where the check happens, and why there. The address a connection goes to is decided by the reactor's
-name resolver, called by Twisted's ``HostnameEndpoint`` for every host, IP literals included, just
-before it connects; Scrapy installs that resolver from ``TWISTED_DNS_RESOLVER``. A check on the URL
-alone, however early, can be bypassed by DNS rebinding: the name resolves to a public address when it
-is checked and to ``127.0.0.1`` a moment later when the connection is made. So the guard has two
-layers:
-
-1. :class:`SsrfGuardMiddleware`, a downloader middleware. Every request passes it, the spider's
-   discovery fetches (``engine.download_async``), robots.txt requests and each redirect hop included:
-   ``RedirectMiddleware`` (600) returns the next hop as a new request, which goes through the whole
-   chain again, so the position in the chain does not decide what it sees. It is placed first (40):
-   before ``RedirectScopeMiddleware`` (50), so a hop to a private address is refused as such, and before
-   the robots.txt middleware (100), which would otherwise fetch the robots.txt of a host that is about
-   to be refused and, finding it refused, take that host for unreachable. It refuses schemes and IP
-   literals at once, without any network access, and resolves other names (off the reactor thread) to
-   refuse those with a private answer. This layer gives the refusal its reason and key in the report.
-   Proxies (``meta["proxy"]``, and those of the environment, which ``HttpProxyMiddleware`` reads at
-   750) are the user's and trusted. A middleware placed after it that rewrote a request's host in
-   place would escape this layer, not the next one.
-2. :class:`SsrfGuardResolver` (the project's ``TWISTED_DNS_RESOLVER``; Scrapy's
-   ``CachingThreadedResolver`` plus the check) and :class:`SsrfGuardHostnameResolver` (the same over
-   Scrapy's IPv6-capable ``CachingHostnameResolver``) drop a refused answer where the connection
-   address is chosen, so a rebinding name gets no address to connect to: the request fails as a DNS
-   error, which the middleware turns into a ``blockedAddress`` refusal (stat
-   ``docscraper/ssrf/refused_at_connect``). The resolver is process-wide (Scrapy builds it once, from
-   the process settings, before any crawler opens), so each open guard registers itself with it; with
-   no guard open it changes nothing. When another resolver is installed, or the reactor is off
-   (``TWISTED_REACTOR_ENABLED=False``, or the httpx/aiohttp download handlers, which resolve names
-   themselves), the guard logs a warning at start and only layer 1 applies.
-
-Settings: ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (on; off raises ``NotConfigured``),
-``DOCSCRAPER_SSRF_ALLOWED_HOSTS`` (a list, or a comma-separated string; empty).
-
-Meta: reads ``redirect_urls`` (a hop is recorded under the key of the first URL, as
-:class:`~docscraper.crawl.identity.RedirectScopeMiddleware` does), ``docscraper_page_id`` and
-``docscraper_discovery`` (only the spider's page and discovery requests are recorded in the report;
-discovery problems also reach ``discovery.problems`` through the spider) and ``proxy``; sets
-``docscraper_refused`` so the spider's errback does not record the refusal a second time.
-
-Stats: ``docscraper/ssrf/refused`` (every refused request, robots.txt requests included),
-``docscraper/ssrf/refused_at_connect`` (refused by the resolver layer),
-``docscraper/pages_refused/blockedAddress`` (recorded in the report).
+Refused: any scheme but http(s) (``file://`` for a ``file://`` source), and a host that is, or resolves to, a
+non-global address (loopback, private, link-local...) in any spelling (:func:`address_category`). Trusted: the
+source's own host (any port; never a link-local address), an explicit ``-a llms_txt=`` host, proxies, and
+``DOCSCRAPER_SSRF_ALLOWED_HOSTS``. :class:`SsrfGuardMiddleware` (first in the downloader chain) judges every
+request and redirect hop; :class:`SsrfGuardResolver` and :class:`SsrfGuardHostnameResolver`
+(``TWISTED_DNS_RESOLVER``) drop a refused answer at connect time. Settings: ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (off:
+``NotConfigured``), ``DOCSCRAPER_SSRF_ALLOWED_HOSTS``. Meta: reads ``redirect_urls``, ``docscraper_page_id``,
+``docscraper_discovery``, ``proxy``; sets ``docscraper_refused``. Stats: ``docscraper/ssrf/refused``,
+``docscraper/ssrf/refused_at_connect``, ``docscraper/pages_refused/blockedAddress``. Why two layers:
+docs/explanation/security.md.
 """
 
 from __future__ import annotations

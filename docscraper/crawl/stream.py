@@ -1,21 +1,13 @@
-"""Stream a crawl's documents to the program that started it: the child side of :mod:`docscraper.loader`.
+"""Stream a crawl's documents to the program that started it: the child side of :mod:`docscraper.library.loader`.
 
-:class:`DocumentStream` is on only when ``DOCSCRAPER_STREAM_FD`` names a file descriptor the crawl inherited
-(the write end of a pipe the loader reads); elsewhere it does nothing. It writes one JSON object
-per line and flushes each, so the reader gets every page while the crawl goes on:
-
-- ``{"event": "document", "url", "title", "markdown", "metadata"}`` for each page that went through the
-  pipelines (Scrapy's ``item_scraped``: new and changed pages, and every page of a ``full`` run);
-  ``metadata`` holds ``page_id``, ``source``, ``path``, ``change``, ``content_hash``, ``finder``, ``depth``,
-  ``fetched_at``, ``canonical_url``, ``language``, ``description``, ``http_status``, ``content_type``,
-  ``images`` (``[{url, alt, caption, title}]``) and ``chunk_ids`` (empty when the index is off);
-- ``{"event": "removed", "source", "pageId", "url", "contentHash", "chunksDeleted"}`` for each page removed at close;
-- ``{"event": "finished", "report": {...}, "path"}`` last: the run's report without its ``items`` (``runId``,
-  ``result``, ``resultReason``, ``closeReason``, ``stats``...) and its path (null when the run did not open).
-
-Lines are written on a thread of their own and each event's sender waits for its line: a reader that is slow
-slows the crawl's items (back-pressure), never the reactor. If the reader goes away (a broken pipe), the crawl
-closes with reason ``stream_closed``. Settings: ``DOCSCRAPER_STREAM_FD``.
+:class:`DocumentStream` is on only when ``DOCSCRAPER_STREAM_FD`` names a file descriptor the crawl inherited. It
+writes one JSON object a line, flushed: ``{"event": "document", "url", "title", "markdown", "metadata"}``
+(:func:`document_event`) for each page that went through the pipelines (new and changed pages; every page of a
+``full`` run), ``{"event": "removed", "source", "pageId", "url", "contentHash", "chunksDeleted"}`` for each page
+removed at close, and ``{"event": "finished", "report", "path"}`` last (the report without its ``items``; ``path``
+null when the run did not open). Each line is written on a thread of its own and its sender waits for it: a slow
+reader slows the crawl's items, never the reactor. A reader that goes away closes the crawl with reason
+``stream_closed``. What a document's ``metadata`` holds, and why a child process: docs/howto/python-api.md.
 """
 
 from __future__ import annotations

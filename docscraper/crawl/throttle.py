@@ -1,18 +1,11 @@
 """AutoThrottle that takes a 304 Not Modified for the success it is.
 
-Scrapy's AutoThrottle algorithm (its documented "throttling algorithm"), kept as an extension of our own so
-that no private method of Scrapy's is overridden: a slot starts at ``AUTOTHROTTLE_START_DELAY``; after each
-response the delay moves halfway to ``latency / AUTOTHROTTLE_TARGET_CONCURRENCY`` (at once, when that is
-higher), within ``DOWNLOAD_DELAY`` and ``AUTOTHROTTLE_MAX_DELAY``; a response that is not a 200 never lowers
-it; ``autothrottle_dont_adjust_delay`` in a request's meta leaves it alone. Differences (why: the docs'
-explanation pages):
-
-* a 304, and a 404 or 410 to a discovery probe (``docscraper_discovery``), adjust the delay as a 200 would;
-* a slot whose origin sets a robots.txt ``Crawl-delay`` never goes below it
-  (:func:`docscraper.crawl.ratelimit.enforce_delay_floor`);
-* files of a local folder (``file://``) are read without a delay.
-
-Enabled in place of ``scrapy.extensions.throttle.AutoThrottle``; the same settings (``AUTOTHROTTLE_*``).
+:class:`ConditionalAutoThrottle` is Scrapy's documented AutoThrottle algorithm, enabled in place of
+``scrapy.extensions.throttle.AutoThrottle`` with the same ``AUTOTHROTTLE_*`` settings, and three differences: a
+304, and a 404 or 410 to a discovery probe (``docscraper_discovery``), adjust the delay as a 200 would; a slot whose
+origin sets a robots.txt ``Crawl-delay`` never goes below it (:func:`docscraper.crawl.ratelimit.enforce_delay_floor`);
+files of a local folder (``file://``) are read without a delay. The algorithm, and why it is our own copy:
+docs/explanation/flow.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The run's webhook: a JSON summary POSTed to ``DOCSCRAPER_WEBHOOK_URL`` once the run's report is written.
 
-:class:`RunWebhook` listens for :data:`~docscraper.crawl.signals.run_finished` and sends the body
-(``docscraper/schema/webhook.schema.json``: ``event``, ``source``, ``runId``, ``result``, ``resultReason``,
-``closeReason``, the paths of the ``report`` and of the ``changes`` feed, and ``counts`` of new, changed,
-unchanged, removed, skipped and failed pages) from a thread of its own, so the crawl's close never waits for
-the receiver: the run's row, report and resources are closed first, and the process waits for the thread
-only at its exit. A POST that fails (a network error, a timeout, a 5xx, 408 or 429) is tried again
-``DOCSCRAPER_WEBHOOK_RETRIES`` times, ``DOCSCRAPER_WEBHOOK_BACKOFF`` seconds after the first failure,
-doubling each time; another 4xx is not retried. An aborted run sends nothing unless
-``DOCSCRAPER_WEBHOOK_ON_ABORT`` is set. A shared run's report is written by its last worker, which alone
-sends the webhook.
-
-Settings: ``DOCSCRAPER_WEBHOOK_URL`` (unset: ``NotConfigured``), ``DOCSCRAPER_WEBHOOK_ON_ABORT``,
-``DOCSCRAPER_WEBHOOK_RETRIES``, ``DOCSCRAPER_WEBHOOK_BACKOFF``, ``DOCSCRAPER_WEBHOOK_TIMEOUT``. The request's
-``User-Agent`` is the crawl's. Stats: ``docscraper/webhook/skipped`` (an aborted run).
+:class:`RunWebhook` listens for :data:`~docscraper.crawl.signals.run_finished` and sends :func:`summary` (valid
+against ``docscraper/schema/webhook.schema.json``) from a thread of its own, so the crawl's close never waits for the
+receiver; the process waits for the thread only at its exit. A network error, a timeout, a 5xx, 408 or 429 is
+tried again (:func:`deliver`); another 4xx is not. An aborted run sends nothing unless
+``DOCSCRAPER_WEBHOOK_ON_ABORT``. Settings: ``DOCSCRAPER_WEBHOOK_URL`` (unset: ``NotConfigured``),
+``DOCSCRAPER_WEBHOOK_ON_ABORT``, ``DOCSCRAPER_WEBHOOK_RETRIES``, ``DOCSCRAPER_WEBHOOK_BACKOFF``,
+``DOCSCRAPER_WEBHOOK_TIMEOUT``; the ``User-Agent`` is the crawl's. Stats: ``docscraper/webhook/skipped`` (an aborted
+run). The body and the retries: docs/reference/output.md.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """Worker processes for CPU-bound page work (decoding, extraction to Markdown, link extraction).
 
-Parsing a page is pure Python over lxml and html-to-markdown and holds the GIL: threads give no parallelism
-(measured in ``benchmarks/EXTRACTION.md``, section "Off the reactor"), and on the reactor thread every page
-parsed is time in which no request moves. :class:`WorkerProcesses` runs such calls in a
-:class:`concurrent.futures.ProcessPoolExecutor` and hands their results back to the reactor's asyncio loop,
-so downloads, scope decisions and pipeline writes go on while pages are converted.
-
-* The processes are started with ``spawn`` (a fork of a process that runs the reactor and thread pools is
-  not safe) when the first call comes, not at start-up: a crawl that parses nothing starts none. Until
-  they have imported their modules, calls run in the calling thread, so the first pages never wait for a
-  process to start.
-* ``workers=0`` runs every call in the calling thread (``DOCSCRAPER_PARSE_WORKERS=0``).
-* A worker that dies (killed, out of memory, a crash in a C library) breaks the pool: it is started again
-  and the call is tried once more there; a call that breaks the new pool too raises
-  :class:`WorkerCrashed`, which the caller counts as that page's failure.
-* A worker ends when the crawl's process is gone, however it ended (a ``SIGKILL`` included).
-* Log records a call emits in a worker are returned with its result and logged again in the crawl's
-  process under their own logger names (:func:`run_logged`), so nothing a worker says is lost.
+:class:`WorkerProcesses` runs calls in a :class:`concurrent.futures.ProcessPoolExecutor` (``spawn``, started by the
+first call; until the workers have imported their modules, calls run in the calling thread) and hands the results
+back to the reactor's asyncio loop. ``workers=0`` (``DOCSCRAPER_PARSE_WORKERS=0``) runs every call in the calling
+thread. A worker that dies breaks the pool: it is started again and the call tried once more; a second break raises
+:class:`WorkerCrashed`, the page's failure. Workers end with the crawl's process, however it ends. Log records a call
+emits in a worker come back with its result and are logged again here (:func:`run_logged`, :func:`replay`).
+:class:`BoundedProcess` is one process whose calls have a time limit (:class:`CallTimedOut`). Why processes, not
+threads: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations
