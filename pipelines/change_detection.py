@@ -1,27 +1,13 @@
 """Change detection: hash each page's Markdown against the state table; drop what did not change.
 
 ``ChangeDetectionPipeline`` sets ``metadata.content_hash`` (SHA-256 of the normalized Markdown) and
-``metadata.change`` (``new``, ``changed`` or ``unchanged``). A page whose Markdown is the same but whose title
-is not is ``changed``: the title is part of every chunk's context prefix and metadata, so its chunks are
-written again (with the same ids: the ids follow the Markdown's hash). An unchanged page (the same hash, or a 304: the
-spider's ``not_modified`` item) is marked seen and dropped with ``DropItem`` at DEBUG level: no chunking, no
-embedding, no index write (DESIGN rule 2). Seen-marks are written to the state database in batches of
-``DOCSCRAPER_SEEN_FLUSH_SIZE`` and when the spider closes.
-With ``-a full=1`` unchanged pages go on down the pipeline and are reported with ``forced: true``; so
-does a page marked by ``scrapy reindex`` (``metadata.force``), counted as ``forced``.
-
-Duplicates by content (DESIGN's identity rule): within a source, a page whose Markdown hashes the same as
-another live page's is that page. It becomes an alias (``metadata.change = "alias"``, ``metadata.alias_of``):
-no chunks, its previous chunks deleted if it had any, its state row kept with status ``alias`` and its own
-validators (a 304 costs nothing), reported as skipped ``duplicateContent``. The page that holds the content
-is the one the index held first, else the first of this run. When that page changes or goes, its aliases are
-fetched in full by the next crawl and decided again.
-
-Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (default on). Stats: ``docscraper/pages_unchanged``,
-``docscraper/forced`` (pages re-processed for a reindex mark; the report's ``counters.forced``).
-
-An unchanged page's revisit schedule moves one step on (:mod:`docscraper.crawl.schedule`), or starts again when
-the server gave it a new ETag; its report entry carries its ``nextCheck``.
+``metadata.change``: ``new``, ``changed`` (another hash, or the same hash under a new title), ``unchanged``, or
+``alias`` (``metadata.alias_of``) when another live page of the source holds the same content. An unchanged page (the
+same hash, or a 304) is reported, marked seen (written in batches of ``DOCSCRAPER_SEEN_FLUSH_SIZE`` and at close),
+its revisit schedule moved on, and dropped with ``DropItem`` at DEBUG level: no chunking, embedding or index write
+(DESIGN rule 2). With ``-a full=1``, or a page marked by ``scrapy reindex`` (``metadata.force``), it goes on.
+Settings: ``DOCSCRAPER_CHANGE_DETECTION_ENABLED`` (on). Stats: ``docscraper/pages_unchanged``, ``docscraper/forced``
+(the report's ``counters.forced``). Why a title counts, and aliases: docs/explanation/rules.md.
 """
 
 from __future__ import annotations

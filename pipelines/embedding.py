@@ -1,21 +1,14 @@
 """Embedding: vectors for each page's chunks, batched across pages, off the reactor thread.
 
-A chunk whose text did not change since the page was last indexed keeps its vector: the page's stored
-chunks are looked up by ``chunk_hash`` and their vectors read back from the index (not for a page marked
-by ``scrapy reindex``, ``metadata.force``: all of its chunks are embedded again). A source that is a version of
-a library (:mod:`docscraper.storage.libraries`) also takes the vector of a chunk of the same text from the
-library's other versions (``embeddings_shared``, counted among ``embeddings_reused`` too). The others are queued;
-the queue goes to the model (on the run's ``model`` thread) when it holds :data:`CALL_MIN` texts, when its
-oldest text has waited ``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS``, or when the previous call finishes with texts
-waiting. A call takes the texts queued by the time the model is ready (so the first call, made while the
-model loads, takes what the pages fetched meanwhile gave), at most :data:`CALL_MAX` or four forward passes
-(the embedder's ``batch_size``, ``DOCSCRAPER_EMBEDDING_BATCH_SIZE``), whichever is more: the model sorts the
-texts of a call by length, so a large call pads little. Pages from many responses share a call, and fetching
-and parsing go on while the model works.
-
-Settings: ``DOCSCRAPER_INDEX_ENABLED``, ``DOCSCRAPER_EMBEDDING_*``. Stats:
-``docscraper/embeddings_computed``, ``docscraper/embeddings_reused``, ``docscraper/embeddings_shared``,
-``docscraper/embedding_batches``.
+A chunk whose text did not change since its page was last indexed keeps its stored vector (looked up by
+``chunk_hash``; not for a page marked by ``scrapy reindex``), and a version of a library also takes the vector of a
+chunk of the same text from the library's other versions. The other texts are queued and sent to the model, on the
+run's ``model`` thread, when :data:`CALL_MIN` are waiting, when the oldest has waited
+``DOCSCRAPER_EMBEDDING_FLUSH_SECONDS``, or when the previous call ends with texts waiting; a call takes at most
+:func:`call_limit` texts. Settings: ``DOCSCRAPER_INDEX_ENABLED``, ``DOCSCRAPER_EMBEDDING_*``. Stats:
+``docscraper/embeddings_computed``, ``docscraper/embeddings_reused`` (``embeddings_shared`` included),
+``docscraper/embeddings_shared``, ``docscraper/embedding_batches``. Why calls of this size:
+docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """Index: write a page's chunks to the vector index, then delete the page's other chunks.
 
-DESIGN rule 1, per page: upsert the new chunks, delete the page's stale chunks, and only then let the
-state commit (the next pipeline) record the page's new hash. Before the first write, the page is recorded
-as an index write in flight (DESIGN rule 8): the state commit clears it, and one left behind (the run died,
-or a write failed) is reconciled by :mod:`docscraper.storage.consistency`. A page whose content did not change
-never gets here. The ids written and deleted are kept on the item (``chunks_added``, ``chunks_deleted``) for
-the run's change feed (:mod:`docscraper.crawl.changefeed`). The pages that go on together after an embedding
-batch make their write-ahead records, upserts and deletes as one call each
-(:class:`~docscraper.crawl.batching.CallGroup`); each page still awaits its own before its next step. Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<index>``
-(:func:`~docscraper.storage.vectors.chunk_id`); metadata per DESIGN.
-
-Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``, ``docscraper/chunks_deleted``.
+DESIGN rule 1, per page: record the page as an index write in flight (DESIGN rule 8; the state commit clears it,
+:mod:`docscraper.storage.consistency` reconciles one left behind), upsert its new chunks, delete its stale ones, and
+only then let the state commit record its new hash. Chunk ids are :func:`~docscraper.storage.vectors.chunk_id`'s;
+the ids written and deleted stay on the item (``chunks_added``, ``chunks_deleted``) for the change feed. The pages
+that go on together after an embedding call make each of those writes as one call
+(:class:`~docscraper.crawl.batching.CallGroup`), each page still awaiting its own before its next step. A page whose
+content did not change never gets here. Settings: ``DOCSCRAPER_INDEX_ENABLED``. Stats: ``docscraper/chunks_added``,
+``docscraper/chunks_deleted``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """State commit: the last pipeline; writes the page's state row once everything before it succeeded.
 
-DESIGN rule 1: the index is written first, the state row (hash, validators, status) last, so a crash
-leaves the state behind the index and the next run redoes the page. An item that fails in an earlier
-pipeline never reaches this one: :meth:`StateCommitPipeline.item_error` records it as a failed page.
-
-The page's images (``metadata.images``) are written in the same transaction as its row, replacing the
-ones stored before; an unchanged page never gets here, so its images stay as they are. The pages that reach
-this pipeline together (after one embedding batch) commit in one transaction
-(:class:`~docscraper.crawl.batching.CallGroup`); one that fails is committed again alone, and only it fails.
-
-Each committed page gets its revisit schedule (:mod:`docscraper.crawl.schedule`): new and changed pages start at
-the first interval, a page re-processed unchanged (``full=1``, a reindex) moves one step on; the report's entry
-carries its ``nextCheck``.
-
-Settings: none. Stats: ``docscraper/pages_new``, ``docscraper/pages_changed``, ``docscraper/images`` (images
-recorded this run; the report's ``counters.images``).
+DESIGN rule 1: the index is written first, the state row (hash, validators, status) last, so a crash leaves the state
+behind the index and the next run redoes the page. An item that failed in an earlier pipeline is recorded as a failed
+page (:meth:`StateCommitPipeline.item_error`). The page's images (``metadata.images``) replace its stored ones in the
+same transaction, and its revisit schedule starts again (new, changed) or moves one step on (re-processed unchanged).
+The pages that arrive together after one embedding call commit in one transaction
+(:class:`~docscraper.crawl.batching.CallGroup`); one that fails is committed again alone. Settings: none. Stats:
+``docscraper/pages_new``, ``docscraper/pages_changed``, ``docscraper/images`` (the report's ``counters.images``).
 """
 
 from __future__ import annotations

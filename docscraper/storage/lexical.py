@@ -1,17 +1,10 @@
-"""Keyword ranking (BM25) of the indexed chunks, fused with the vector ranking by search.
+"""Keyword ranking (BM25) of the indexed chunks, fused with the vector ranking by :mod:`docscraper.storage.search`.
 
-A small sentence embedding model matches meaning well and exact terms badly: an error code (``23505``), a
-function (``string_agg``), an option name. BM25 over the same chunk texts finds those, and search fuses
-both rankings (:mod:`docscraper.storage.search`). The BM25 index is built with ``bm25s`` (English stop words,
-Snowball stemming) from the vector index's own documents: the vector index stays the one store a crawl
-writes, and nothing here can drift from it.
-
-Building it reads every chunk, so it is cached on disk under ``DATA_DIR/lexical/<collection>/``, keyed by
-a fingerprint of the collection: every chunk id with its ``chunk_hash`` (ids follow the page's content
-hash, ``chunk_hash`` the chunk's text). A search whose fingerprint differs (a crawl changed the index)
-rebuilds it, once; a process that keeps a :class:`~docscraper.storage.search.Searcher` keeps it in memory and
-checks before each question that the collection did not change (from its files' stamp when it is a local
-directory, else from the fingerprint).
+The BM25 index is built with ``bm25s`` (English stop words, Snowball stemming) from the vector index's own chunk
+texts, so the vector index stays the one store a crawl writes. It is cached under ``DATA_DIR/lexical/<collection>/``,
+keyed by a fingerprint of every chunk id with its ``chunk_hash``; a search that finds another fingerprint rebuilds it,
+once. A process that keeps a :class:`~docscraper.storage.search.Searcher` keeps it in memory and checks before each
+question that the collection did not change. Why keywords, and what a build costs: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

@@ -1,36 +1,14 @@
-"""The Markdown mirror: every page's Markdown as a file under a folder, laid out like the site.
+"""The Markdown mirror: every page's Markdown as a file under a folder, laid out like the site (``-a save_dir=DIR``).
 
-``-a save_dir=DIR`` (or the setting ``DOCSCRAPER_SAVE_DIR``; the argument wins) turns it on; the item
-pipeline :class:`pipelines.mirror.MirrorPipeline` calls :meth:`Mirror.save` for every page. A page is
-written at the path of its report key (the path relative to the source's prefix), as Markdown:
-
-* ``./`` (the source's own page) becomes ``index.md``; a key whose last segment has no extension
-  (``guide``, the page of ``guide/``) becomes ``guide/index.md``;
-* ``.html``, ``.htm``, ``.xhtml``, ``.md``, ``.markdown``, ``.mdx`` and ``.txt`` give way to ``.md``
-  (``guide/x.html`` is ``guide/x.md``); any other last segment gets ``.md`` added (``v1.2`` is
-  ``v1.2.md``);
-* a query string (``page.html?tab=2``) adds ``~q`` and a short hash of it to the name;
-* a segment longer than :data:`MAX_SEGMENT_BYTES` bytes (UTF-8) is cut and ends in a hash of the whole.
-
-Each file starts with YAML front matter (``url``, ``title``, ``fetched_at``, ``content_hash``,
-``page_id``, ``source``; strings JSON-quoted, which YAML reads as double-quoted scalars). A page whose file
-already carries its ``content_hash`` is not rewritten (its mtime and inode stay as they were); a page
-whose file is missing is written, so deleting a file by hand and crawling again restores it (the spider
-then also asks for the page without validators, so a 304 cannot leave it missing). Two pages that map to
-the same file (``a.html`` and ``a.md``): the page that holds it keeps it, the other is written as
-``a~<page id tail>.md``. Pages removed from the index keep their files; the report lists them.
-
-No URL can write outside DIR. Keys are taken apart into segments, each percent-decoded; a segment that
-decodes to ``..`` or holds ``/``, ``\\``, NUL or another control character refuses the page (the page is
-still indexed; the mirror counts and reports the refusal). Folders are created one at a time, each
-checked to resolve inside DIR's real path, so a symlink planted in DIR is not followed out, and the final
-path is checked again before anything is written. Writes are atomic: a temporary file in the same folder,
-then :func:`os.replace`; files get the mode the umask gives (not ``mkstemp``'s 0600).
-
-Stats: ``docscraper/mirror/written``, ``docscraper/mirror/unchanged`` (file already current),
-``docscraper/mirror/refused`` (unsafe path, name collision), ``docscraper/mirror/errors`` (I/O errors).
-The report's ``mirror`` object: ``dir``, ``written``, ``unchanged``, ``refused`` (``[{key, reason}]``),
-``errors``, ``removedKept`` (mirror paths of the pages removed this run, kept on disk).
+:meth:`Mirror.save` (called by :class:`pipelines.mirror.MirrorPipeline`) writes a page at its report key
+(:func:`mirror_path`): ``./`` is ``index.md``, ``guide`` (the page of ``guide/``) ``guide/index.md``, a page suffix
+(``.html``, ``.md``...) gives way to ``.md``, a query adds ``~q`` and its hash, a segment over
+:data:`MAX_SEGMENT_BYTES` is cut and ends in a hash. Each file starts with YAML front matter (``url``, ``title``,
+``fetched_at``, ``content_hash``, ``page_id``, ``source``); a file that already carries the page's ``content_hash``
+is not rewritten. No key writes outside DIR: an unsafe segment refuses the page (:class:`MirrorRefused`), folders
+and the final path are checked to resolve inside DIR, writes are atomic. :meth:`Mirror.report` is the report's
+``mirror`` object. Stats: ``docscraper/mirror/written``, ``.../unchanged``, ``.../refused``, ``.../errors``.
+The rules in full: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

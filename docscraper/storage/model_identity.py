@@ -1,16 +1,11 @@
 """Which model made an index's vectors: recorded in the collection, checked by every crawl and search.
 
-Vectors of two models cannot be compared: a collection that mixed them would rank by meaningless distances
-(or refuse a vector of another dimension). So the collection records the model that wrote it
-(:class:`ModelIdentity`: its name, the embedder class, a fingerprint of its weights and the vectors'
-dimension) in its metadata, a crawl refuses to write with another model unless it re-embeds everything
-(``-a full=1``), and a search refuses to ask with another one.
-
-The fingerprint is a SHA-256 of the model folder's files (names and contents), so a reinstall of the same
-weights is the same model and a fine-tuned copy under the same name is not. Hashing ~90 MB takes a few
-tenths of a second: it is kept in ``<data dir>/models/fingerprints.json``, keyed by the files' names, sizes
-and modification times. A model named by a hub id has no folder here and no fingerprint (its name stands
-for it). Only the standard library is imported: searches check the model without importing torch.
+:class:`ModelIdentity` (the model's name, the embedder class, a fingerprint of its weights, the vectors' dimension)
+is kept in the collection's metadata. A crawl refuses to write with another model unless it re-embeds everything
+(``-a full=1``), and a search refuses to ask with another one. The fingerprint is a SHA-256 of the model folder's
+files (names and contents), cached in ``<data dir>/models/fingerprints.json`` by the files' names, sizes and
+modification times; a model named by a hub id has none (its name stands for it). Only the standard library is
+imported, so a search checks the model without torch. Why: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

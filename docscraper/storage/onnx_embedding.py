@@ -1,35 +1,13 @@
-"""Questions (and a recrawl's chunks) embedded without torch: the indexing model's own computation, exported
-once to ONNX.
+"""Questions (and a recrawl's chunks) embedded without torch: the indexing model's own computation, exported once to
+ONNX and run with onnxruntime and the model's ``tokenizer.json``.
 
-A one-shot ``scrapy search`` (and the MCP server's first answer) spent nearly all its time importing torch and
-loading the model. The vectors of the index come from a sentence-transformers model; this module runs *the
-same* model for questions through onnxruntime and the tokenizer's own ``tokenizer.json`` (the ``tokenizers``
-library), neither of which imports torch.
-
-* :func:`export_query_model` traces the whole sentence-transformers module stack (transformer, pooling,
-  normalization) of a loaded :class:`~docscraper.storage.embedding.SentenceTransformerEmbedder` to
-  ``<data dir>/models/<model>-<fingerprint>/model.onnx`` (``torch.onnx.export``), then embeds a set of sample
-  texts (short, long past the model's token limit, code, non-Latin scripts) both ways and keeps the export
-  only when every vector agrees (cosine >= 0.99999). The first crawl on the CPU makes it in a child process
-  before it embeds anything (:func:`main`), so that torch never loads in the crawl's own process; a crawl that
-  loaded the model anyway (on a GPU, or when that failed) makes it at its end, and a search that had to load
-  torch makes it for the next one.
-* :func:`open_query_model` finds the export for the configured model, or None: it is keyed by a fingerprint
-  of the model's files (names, sizes, modification times), so a changed model folder is never answered by the
-  export of another. Searches embed questions with it, and so does a crawl on the CPU once it exists
-  (:func:`docscraper.storage.backends.load_crawl_embedder`): a recrawl with a few changed pages then starts
-  embedding in a fraction of a second instead of importing torch.
-
-Only models given as a folder (the bundled one included) are exported; a model named by a hub id, or one
-whose inputs the tokenizer file cannot produce, keeps the torch path.
-
-What is checked: the bundled model's files are hashed against their pins when it loads
-(:func:`docscraper.storage.embedding.verify_bundled_model`) and again, at no cost unless a file changed since,
-just before an export is made from it (a file changed in between raises
-:class:`~docscraper.storage.embedding.ModelIntegrityError`), so an export holds only verified weights and
-tokenizer. What is not: the export itself, under the data directory, is not hashed when it opens (a one-shot
-question would pay for 90 MB each time); whoever can write the data directory can change the index too. A
-user's own model has no pins and is never checked.
+:func:`export_query_model` exports a loaded :class:`~docscraper.storage.embedding.SentenceTransformerEmbedder`'s whole
+module stack to ``<data dir>/models/<model>-<fingerprint>/model.onnx`` and keeps it only when sample texts get the same
+vectors both ways (cosine >= :data:`MIN_COSINE`); :func:`main` makes it in a child process. :func:`open_query_model`
+finds the export of the configured model (keyed by a fingerprint of its files), or None. Only models given as a folder
+are exported; a hub id, or a model whose inputs the tokenizer file cannot produce, keeps the torch path. The bundled
+model's files are checked against their pins before an export is made; the export itself is not hashed when it opens.
+When each is made and used, and what was measured: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """Search the index: the best chunks for a question, at most one per page by default.
 
-``scrapy search "question" [-k 5] [--source NAME] [--json] [--images]`` from the project root, or
-:func:`search` from a program. A :class:`Searcher` keeps the model and the index open for many questions.
-
-Ranking is hybrid: the chunks nearest to the question's vector and the chunks BM25 ranks best for its
-words (:mod:`docscraper.storage.lexical`) are fused by reciprocal rank: each ranking adds ``weight / (RRF_K +
-rank)`` to what it ranks, the vector ranking with weight 1, the keyword ranking with
-``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT`` (0.75; 0 turns it off). Chunks that copy a smaller page of their source
-(a single-page edition's: :mod:`docscraper.storage.copies`, marked when the keyword index is built) are left
-out of both rankings, so the page they copy ranks instead (with the keyword ranking off, the vector ranking is
-left as it is). With one result per page (the default) the
-pages are fused, each at the rank of its best chunk among the chunks of either ranking; with
-``per_page=None`` the chunks themselves. A result's ``score`` stays its chunk's cosine
-similarity to the question.
-
-With ``with_images=True`` each result lists its page's images (``{url, alt, caption}``, in document
-order) from the state database, where the crawl recorded them with the page (:mod:`docscraper.content.images`);
-with ``with_aliases=True`` its page's other URLs: the URLs whose content is the same page's, which the index
-holds once (DESIGN's identity rule).
-
-Versions (:mod:`docscraper.storage.libraries`): a search reads one version of each library (the one asked for
-with ``library``/``version``, else the latest) unless ``all_versions``; results carry their ``library`` and
-``version``.
+``scrapy search "question" [-k 5] [--source NAME] [--json] [--images]`` from the project root, or :func:`search` from
+a program; a :class:`Searcher` keeps the model and the index open for many questions. Ranking is hybrid: the vector
+ranking (weight 1) and the BM25 keyword ranking of :mod:`docscraper.storage.lexical` (weight
+``DOCSCRAPER_SEARCH_KEYWORD_WEIGHT``, 0.75; 0 turns it off) are fused by reciprocal rank, each adding ``weight /
+(RRF_K + rank)``: pages at the rank of their best chunk (with ``per_page=None``, the chunks themselves), less the
+chunks of a single-page edition that copy a smaller page (:mod:`docscraper.storage.copies`). A result's ``score``
+stays its chunk's cosine similarity. ``with_images`` and ``with_aliases`` add its page's images and other URLs; a
+search reads one version of each library (:mod:`docscraper.storage.libraries`) unless ``all_versions``. Why, and
+how it was measured: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

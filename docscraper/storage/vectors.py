@@ -1,17 +1,13 @@
 """The vector index: one small interface, one Chroma implementation.
 
-One collection (``DOCSCRAPER_CHROMA_COLLECTION``, default ``docs``) in cosine space. The persistent
-client keeps it under ``DATA_DIR/chroma``; ``DOCSCRAPER_CHROMA_URL`` (``http://host:port``) selects a
-Chroma server through the HTTP client instead, with the same code path. Chroma's anonymized telemetry is
-off unless ``DOCSCRAPER_CHROMA_TELEMETRY`` turns it on; Chroma's default embedding function (which would
-download a model) is never used: docscraper always passes its own vectors.
-
-Chunk ids are deterministic: ``s<source id>-<page id>-<first 12 hex of the page's content hash>-<chunk
-index>``. The source id (the state database's, kept when a source is renamed) keeps two sources that
-share a page (overlapping scopes) from writing, relabelling or deleting each other's chunks.
-Metadata per chunk: ``source``, ``page_id``, ``url``, ``title``, ``heading``, ``chunk_index``,
-``content_hash`` (the page's), ``chunk_hash`` (the chunk's embed text, for reusing its vector),
-``token_count``, ``part``. All calls are blocking; the crawl runs them on the run's index thread.
+One collection (``DOCSCRAPER_CHROMA_COLLECTION``, default ``docs``) in cosine space, persistent under
+``DATA_DIR/chroma``, or on a Chroma server (``DOCSCRAPER_CHROMA_URL``) through the same code path. Chroma's
+telemetry is off unless ``DOCSCRAPER_CHROMA_TELEMETRY``; its default embedding function is never used (docscraper
+passes its own vectors). Chunk ids are ``s<source id>-<page id>-<content hash[:12]>-<chunk index>``
+(:func:`chunk_id`); metadata per chunk: ``source``, ``page_id``, ``url``, ``title``, ``heading``, ``chunk_index``,
+``content_hash``, ``chunk_hash``, ``token_count``, ``part``, ``path`` (and ``page``, ``page_end`` for a paged
+document's chunks). All calls are blocking; a crawl runs them on its index thread. Why the source id is in the
+chunk id: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

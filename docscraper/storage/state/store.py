@@ -1,15 +1,12 @@
 """The state store: sources, pages and crawl runs, through SQLAlchemy 2.
 
-:class:`StateStore` is the small interface the rest of docscraper uses; :class:`SqlStateStore` is its
-one implementation and the only place that writes SQL. Any SQLAlchemy URL works: SQLite (the default,
-``DATA_DIR/state.db``), ``sqlite://`` in memory for tests, PostgreSQL for many workers. The schema is
-brought to the newest Alembic revision when the store opens, so a newer release opens an older database.
-
-All methods are blocking; callers in the reactor thread run them through :class:`StateExecutor`, one
-writer thread, so SQLite never sees two writers from one process. On PostgreSQL many workers write at
-once: every write is one transaction of upserts (``INSERT ... ON CONFLICT``) and row updates in page-id
-order, retried when the server aborts it for a deadlock or a serialization failure, and migrations run
-under an advisory lock so that only the first worker to start migrates.
+:class:`StateStore` is the small interface the rest of docscraper uses; :class:`SqlStateStore` its one implementation
+and the only place that writes SQL. Any SQLAlchemy URL works: SQLite (the default, ``DATA_DIR/state.db``),
+``sqlite://`` in memory for tests, PostgreSQL for many workers. The schema is brought to the newest Alembic revision
+when the store opens. All methods are blocking; a crawl runs them on its one state thread
+(:meth:`docscraper.crawl.resources.CrawlResources.db`). On PostgreSQL every write is one transaction of upserts and
+row updates in page-id order, retried on a deadlock or a serialization failure, and migrations run under an advisory
+lock. Why: docs/reference/output.md ("PostgreSQL state") and docs/explanation/choices.md.
 """
 
 from __future__ import annotations
