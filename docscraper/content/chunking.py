@@ -1,75 +1,14 @@
 """Heading-aware chunking of a page's Markdown for the embedding model.
 
-:class:`Chunker` turns the normalized Markdown of one page (as :mod:`docscraper.content.extraction` writes it:
-ATX headings, fenced code blocks with a language, GitHub pipe tables, lists, paragraphs) into
-:class:`Chunk` objects whose ``embed_text`` is guaranteed to fit the model's maximum sequence length
-(DESIGN rule 5), measured with the model's own tokenizer through a :class:`TokenCounter`.
-
-The algorithm
--------------
-
-1. **Blocks.** A small line-based splitter (no Markdown library: the input is our own normalized
-   Markdown, and only block boundaries matter) cuts the page into headings, fenced code blocks (three or
-   more backticks or tildes, closed by a fence of the same character at least as long; an unclosed fence
-   runs to the end of the page and is closed in the chunk), pipe tables (a ``|`` row followed by a delimiter row),
-   list items (a list is split between its top-level items) and paragraphs (everything else: quotes,
-   rules, HTML). Setext headings and indented code are not recognised; they stay text.
-2. **Sections.** Every heading opens a section whose *heading path* is the titles of the headings above it
-   and its own, joined with ``" > "`` (inline code ticks, bold markers and link targets removed). The
-   page title is not part of the path: the page's first heading, when it equals the page title (compared
-   without inline markup, case and spacing; an H1 mostly, an H2 on DocBook pages), is dropped from the
-   path *and* from the text, since the title already leads every ``embed_text``. Text before the first heading, and under that title H1,
-   has the path ``""``. Headings inside code fences are code.
-3. **Counting.** The smallest units (sentences of paragraphs, lines of lists and code, rows of tables,
-   fence lines, every context prefix; each distinct text once) are counted in **one** batched tokenizer
-   call; a block's size is the sum of its units' sizes without the special tokens. This is exact for
-   BERT-style tokenizers (whitespace splits words) and close for others; step 8 measures the real thing.
-   Only oversized units (step 6) cost further, smaller calls.
-4. **Merging tiny sections.** A section whose estimated chunk is under ``min_tokens`` absorbs the
-   sections that follow it in document order, as long as they lie inside the same parent section (its
-   siblings and their descendants, its own children) and the merged chunk stays within ``target_tokens``.
-   A tiny section that cannot grow forwards joins the preceding group instead when that group is in the
-   same parent and the result fits ``target_tokens``. A merged chunk's ``heading`` is the **common
-   prefix** of its sections' paths (so it never claims a subsection it only partly is); each section's
-   heading line stays in the text.
-5. **Packing.** A section that does not fit ``target_tokens`` is packed greedily, block by block, into
-   chunks that share what is left evenly (so the last chunk is not a crumb), never more
-   than ``target_tokens`` except for a single block that is larger than the target but fits
-   ``max_tokens``, which gets a chunk of its own. A heading line always stays with the block after it.
-   A last chunk under ``min_tokens`` (a trailing "New in version 3.11.") joins the chunk before it
-   when the two fit ``max_tokens``.
-6. **Oversized blocks** (larger than ``max_tokens`` with the context prefix) are split into parts of
-   about ``target_tokens``, one part a chunk, labelled ``part = "i/n"``: code on line boundaries, every part re-opened and closed with the
-   block's own fence and info string; tables by rows, every part repeating the header and delimiter rows;
-   list items by lines; paragraphs at sentence boundaries. A unit still too large (one enormous line,
-   sentence or table row) is cut at whitespace, and a word still too large into runs of characters.
-   Nothing is ever dropped. Small blocks just before an oversized one (an "Example:" line, the heading)
-   lead its first part, and small blocks after it may join its last part. Only in absurd cases (a fence or table header that alone takes half the budget)
-   are the lines packed without repeating the fence or header.
-7. **Overlap.** When a section is split into several chunks, the next chunk starts with up to
-   ``overlap_tokens`` of whole trailing sentences (paragraphs) or whole items/lines (lists) of the
-   previous one. Overlap never comes from code or tables, is never put inside a fence, never repeats a
-   whole previous chunk, and never crosses from one section into another.
-8. **Verification.** All ``embed_text`` values are counted in one batched call. A chunk over
-   ``max_tokens`` (token counts are not perfectly additive) is split in two, at a block boundary when it
-   has several blocks, else inside its block, and the new chunks are counted again, until all fit.
-
-``embed_text`` is ``f"{title}\\n{heading}\\n\\n{text}"`` (``title`` and ``heading`` left out when empty),
-so the context counts against the limit. If the prefix alone would exceed a quarter of ``max_tokens``
-(pathological titles or heading paths), the embedded prefix is shortened: leading path components become
-``…``, then the title and the path are cut with ``…``. ``Chunk.heading`` keeps the full path.
-
-Empty or whitespace-only Markdown, and a page that is only its title heading, give no chunks: there is
-nothing to embed beyond the title. A page of headings without body text does give chunks: the headings
-are its content.
-
-Settings (parsed by :mod:`docscraper.config` into :class:`ChunkingConfig`): ``max_tokens`` is the
-embedding model's ``max_seq_length`` (256 for all-MiniLM-L6-v2), not a setting;
-``DOCSCRAPER_CHUNK_TARGET_TOKENS`` (200), ``DOCSCRAPER_CHUNK_OVERLAP_TOKENS`` (32) and
-``DOCSCRAPER_CHUNK_MIN_TOKENS`` (48).
-
-The output is deterministic: the same Markdown, title, counter and config give the same chunks, texts,
-hashes and indexes, which lets the embedding step reuse vectors of unchanged chunks by ``chunk_hash``.
+:class:`Chunker` turns one page's normalized Markdown (as :mod:`docscraper.content.extraction` writes it) into
+:class:`Chunk` objects whose ``embed_text``, ``f"{title}\\n{heading}\\n\\n{text}"`` (empty parts left out), fits the
+model's maximum sequence length (DESIGN rule 5), measured with the model's own tokenizer (a :class:`TokenCounter`):
+nothing is dropped or truncated, and a code fence or table is cut only when it alone is too large (its parts labelled
+``part = "i/n"``). :class:`ChunkingConfig`: ``max_tokens`` is the model's ``max_seq_length``, not a setting; chunks
+aim at ``target_tokens`` (``DOCSCRAPER_CHUNK_TARGET_TOKENS``, 200), sections under ``min_tokens``
+(``DOCSCRAPER_CHUNK_MIN_TOKENS``, 48) are merged, and a split section's chunks overlap by up to ``overlap_tokens``
+(``DOCSCRAPER_CHUNK_OVERLAP_TOKENS``, 32). Empty Markdown, or a page that is only its title heading, gives no chunks.
+The output is deterministic, so unchanged chunks keep their vectors. Step by step: docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

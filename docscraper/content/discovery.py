@@ -1,34 +1,13 @@
 """Discovery parsing: llms.txt, llms-full.txt, sitemaps and robots.txt, with no network and no engine.
 
-The ``docs`` spider fetches these files and hands their bodies to the pure functions here, which never
-raise on content (DESIGN rule 7): a broken file gives fewer links and a ``problem`` string, not a traceback.
-
-Supported formats:
-
-- **llms.txt** (https://llmstxt.org): inline Markdown links ``[t](u "title")``, autolinks ``<u>``,
-  reference links (``[t][ref]``, ``[t][]``, ``[ref]`` with ``[ref]: u``), HTML ``<a href>`` and bare
-  ``http(s)://`` URLs. Links in fenced code blocks, inline code spans, HTML comments and images are not
-  links. Indented code blocks are *not* recognised, because llms.txt nests list items by indentation.
-- **llms-full.txt**, split into one section per page, in three styles: (a) ``# Title`` followed within
-  a few non-blank lines by ``Source: URL`` (also ``URL:``, ``Source URL:``, any case, value may be in
-  ``<>``); (b) documents introduced by ``---`` front matter with ``url:``/``source:`` and ``title:``
-  keys; (c) plain ``# Title`` sections mapped to URLs through llms.txt link titles. Files with a single
-  H1 (the project title) and pages as H2 are split on H2. A preamble is never a page and is left out:
-  the text before the first section boundary, and a first section without a URL when later sections
-  carry their own (``Source:`` line or front matter). In style (c) an unmapped first section is kept.
-- **Sitemaps** (https://www.sitemaps.org): ``urlset`` and ``sitemapindex`` XML, gzip-compressed or
-  not, and plain-text sitemaps with one absolute URL per line. XML is parsed by Scrapy's
-  :class:`~scrapy.utils.sitemap.Sitemap` (lxml with ``resolve_entities=False``), so external entities
-  and entity-expansion bombs are never expanded.
-- **robots.txt** ``Sitemap:`` lines, through Protego.
-
-Caps: a sitemap body may be at most ``max_bytes`` (default 50 MiB) *after* decompression and keeps at
-most ``max_urls`` (default 50,000) entries, the sitemaps.org limits; what goes past them is reported in
-``SitemapDoc.problem``. An XML sitemap with any parse error is ``kind="invalid"`` with no entries, since
-lxml's recovery silently corrupts URLs (an unescaped ``&`` loses the text after it).
-
-Every URL returned is absolute, has its fragment stripped and is otherwise left as the file wrote it;
-only ``http``, ``https`` and ``file`` URLs are kept. Normalization is :mod:`docscraper.urls`' job.
+The ``docs`` spider fetches these files and hands their bodies to the pure functions here, which never raise on
+content (DESIGN rule 7): a broken file gives fewer links and a ``problem`` string. llms.txt gives its links (Markdown,
+reference, HTML and bare URLs; not those in code, comments or images); llms-full.txt is split into one section per
+page; sitemaps (``urlset``, ``sitemapindex``, gzip or not, plain text) are parsed by Scrapy's
+:class:`~scrapy.utils.sitemap.Sitemap` with entities never expanded, at most ``max_bytes`` decompressed and
+``max_urls`` entries (an XML parse error: ``kind="invalid"``, no entries); robots.txt gives its ``Sitemap:`` lines.
+Every URL returned is absolute, without its fragment, otherwise as written; only ``http``, ``https`` and ``file``
+URLs are kept. The formats in full: docs/explanation/flow.md.
 """
 
 from __future__ import annotations

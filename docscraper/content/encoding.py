@@ -1,24 +1,12 @@
 """Which encoding a fetched page's bytes are really in.
 
-:func:`body_encoding` follows the order browsers use (byte-order mark, ``Content-Type`` charset, then
-``<meta charset>`` / ``<?xml encoding?>`` for HTML) and then checks the declaration against the bytes,
-because documentation hosts often get it wrong:
-
-* declared UTF-8 whose bytes are not (a latin-1 page behind a server default of ``charset=utf-8``):
-  more than a few invalid sequences (over 3, or over 1% of the characters) and fewer valid multi-byte
-  characters than invalid ones mean the page is re-detected;
-* declared in a legacy encoding (``iso-8859-1``, ``shift_jis``...) whose non-ASCII bytes are valid UTF-8
-  (the charset came from a template, the files were saved as UTF-8): UTF-8, since legacy text almost
-  never forms valid multi-byte UTF-8 by chance; and a legacy declaration whose decoding has as many
-  replacement characters as above is re-detected;
-* no declaration: UTF-8 when the bytes are valid UTF-8, else charset_normalizer's guess, except that
-  Windows-1252 is preferred when it is about as plausible (within 0.15 of the best mess ratio). Short
-  Western European pages otherwise come out as a Baltic or Central European code page (``café`` is
-  ``cafė`` in cp1257), which Scrapy's own ``TextResponse.encoding`` does.
-
-The common case, a correct UTF-8 declaration, costs one strict UTF-8 decode, no detection. The result
-says why a declaration was overridden (``redetected``); the spider logs that and counts it as
-``docscraper/encoding/redetected``.
+:func:`body_encoding` follows the order browsers use (byte-order mark, ``Content-Type`` charset, then ``<meta
+charset>`` / ``<?xml encoding?>`` for HTML) and checks the declaration against the bytes: a declared UTF-8 whose
+bytes are not, or a legacy declaration whose decoding is mostly replacement characters, is re-detected; a legacy
+declaration over valid multi-byte UTF-8 is read as UTF-8; with no declaration, valid UTF-8 is UTF-8, else
+charset_normalizer's guess (Windows-1252 when it is about as plausible). The result (:class:`BodyEncoding`) says why
+a declaration was overridden (``redetected``); the spider logs it and counts ``docscraper/encoding/redetected``. A
+correct UTF-8 declaration costs one strict decode. The thresholds, and why: docs/explanation/extraction.md.
 """
 
 from __future__ import annotations

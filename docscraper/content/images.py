@@ -1,23 +1,12 @@
 """The images of a page's main content: what extraction records about each one.
 
-:mod:`docscraper.content.extraction` calls :func:`html_images` on the ``<img>`` elements left in a page's main
-content once site chrome (logos in headers, navigation icons) is gone (an image embedded as
-``<object type="image/svg+xml" data=...>``, as DocBook does, is turned into an ``<img>`` first), and
-:func:`markdown_images` on a Markdown page's ``![alt](src "title")``. Each image becomes an
-:class:`ImageRef`: its absolute URL, alt text, the caption of the ``<figure>`` around it
-(``<figcaption>``; Sphinx's older ``div.figure`` with ``p.caption``, DocBook's with ``p.title``) and
-its ``title``. The state store keeps them as child records of their page (:mod:`docscraper.storage.state`),
-and ``scrapy search --images`` lists them under each result.
-
-What is skipped: ``data:`` URIs (nothing to link to), tracking pixels (``width`` and ``height`` of at
-most 1), and sources that resolve to no ``http``, ``https`` or ``file`` URL. Lazy loading is undone:
-``data-src`` (and ``data-original``, ``data-lazy-src``) is the image a script swaps in, so it wins over
-``src``; when ``src`` is missing or a placeholder (a ``data:`` URI, ``blank.gif``), the largest
-candidate of ``srcset`` (or ``data-srcset``, or a ``<picture>``'s ``<source>``) is taken.
-:func:`image_source` makes that choice for the Markdown converter too, so both agree.
-
-Alt text and captions need no handling here to be searchable: the Markdown keeps them (the chunker
-reduces ``![alt](src)`` to ``alt``, and a ``<figcaption>`` is a paragraph of its own).
+:func:`html_images` reads the ``<img>`` elements left in a page's main content once its chrome is gone (an SVG
+``<object>`` is made an ``<img>`` first), :func:`markdown_images` a Markdown page's ``![alt](src "title")``. Each
+image is an :class:`ImageRef`: absolute URL, alt text, the caption of the ``<figure>`` around it, ``title``.
+``data:`` URIs, tracking pixels (``width`` and ``height`` at most 1) and sources with no ``http``, ``https`` or
+``file`` URL are skipped; lazy loading is undone (:func:`image_source`, which the Markdown converter uses too). The
+state store keeps them as child records of their page. What counts as a caption, and lazy loading:
+docs/explanation/vector-index.md.
 """
 
 from __future__ import annotations

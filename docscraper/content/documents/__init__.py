@@ -1,26 +1,14 @@
 """Documents that are not web pages (PDF, Word, notebooks, EPUB, reStructuredText) to the Markdown of a page.
 
-A document the crawl reaches becomes a page of the index like any other: same identity, change detection,
-chunk ids and removal (DESIGN, "Documents"). This package decides what a response is (:func:`document_kind`,
-from its Content-Type and, where the server says no more than "binary", its extension) and converts it
-(:func:`convert_document`, a pure function of the bytes that the spider runs in a process of its own,
-:class:`docscraper.crawl.workers.BoundedProcess`, which stops a call past its time limit). Which
-kinds are indexed is the setting ``DOCSCRAPER_DOCUMENT_TYPES`` (all of :data:`KINDS` by default).
-
-One module per format, each on a well-kept library through its public API:
-
-* :mod:`.pdf`: pypdfium2 (chosen by measurement, ``benchmarks/DOCUMENTS.md``); every page opens with a marker
-  (``<!-- page N -->``) from which each chunk knows its pages, so answers link to ``file.pdf#page=N``;
-* :mod:`.office`: Word ``.docx`` with mammoth (its semantic HTML, then the HTML extraction), EPUB with ebooklib
-  (each chapter of the spine through the HTML extraction);
-* :mod:`.notebook`: Jupyter notebooks with nbformat (Markdown cells as text, code cells fenced in the kernel's
-  language, short text outputs kept);
-* :mod:`.text`: reStructuredText with docutils (its HTML, then the HTML extraction; file inclusion and raw
-  HTML off).
-
-A document that cannot be indexed is a refusal with a reason, never a crash (:class:`ConvertedDocument`):
-``encrypted``, ``noTextLayer``, ``unreadableDocument`` (corrupt, truncated, a zip bomb, or over the time
-limit), ``sizeLimit`` (more pages than the limit).
+A document the crawl reaches becomes a page of the index like any other (DESIGN, "Documents").
+:func:`document_kind` says what a response is, from its Content-Type and, where the server says no more than
+"binary", its extension, among the kinds of ``DOCSCRAPER_DOCUMENT_TYPES`` (all of :data:`KINDS` by default);
+:func:`convert_document` converts it, a pure function of the bytes that the spider runs in a process of its own
+(:class:`docscraper.crawl.workers.BoundedProcess`, which stops a call past its time limit). One module per format:
+:mod:`.pdf` (pypdfium2), :mod:`.office` (mammoth, ebooklib), :mod:`.notebook` (nbformat), :mod:`.text` (docutils). A
+document that cannot be indexed is a refusal with a reason, never a crash (:class:`ConvertedDocument`):
+``encrypted``, ``noTextLayer``, ``unreadableDocument``, ``sizeLimit``. What each format gives:
+docs/howto/documents.md; why these libraries: docs/explanation/extraction.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""Word (``.docx``) and EPUB documents: zip files of XML, converted to HTML by their library and then to Markdown
-by the same extraction as web pages.
+"""Word (``.docx``) and EPUB documents: zip files of XML, converted to HTML by their library and then to Markdown by the
+same extraction as web pages.
 
-* ``.docx``: mammoth turns the document's styles into semantic HTML (Heading 1-6 to ``<h1>``-``<h6>``, lists,
-  tables, bold and italic, links) and leaves the looks out; the title is the document's own (``dc:title`` in
-  ``docProps/core.xml``), else its first heading, else the file name.
-* EPUB: ebooklib reads the package; each document of the spine, in reading order, goes through the HTML
-  extraction, and the chapters follow each other in one page; the title is the book's ``dc:title``.
-
-Both are zip files: before any library opens one, its members are counted and their declared sizes added up. A
-file that would unpack to more than ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED`` bytes, or more than ``max_ratio`` times
-its own size (a zip bomb), is refused as ``unreadableDocument``; Python's :mod:`zipfile` never inflates a member
-past its declared size, so the check holds for what the libraries read.
+:func:`docx_to_extracted`: mammoth turns the document's styles into semantic HTML (headings, lists, tables, emphasis,
+links); the title is ``dc:title`` in ``docProps/core.xml``, else the first heading, else the file name.
+:func:`epub_to_extracted`: ebooklib reads the package, and each document of the spine, in reading order, goes through
+the HTML extraction into one page titled by the book's ``dc:title``. :func:`check_zip` runs before either library
+opens a file: one that would unpack to more than ``DOCSCRAPER_DOCUMENT_MAX_UNPACKED`` bytes, or ``max_ratio`` times its
+own size, is ``unreadableDocument``. Why that check holds: docs/explanation/extraction.md.
 """
 
 from __future__ import annotations

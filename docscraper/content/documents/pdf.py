@@ -1,31 +1,14 @@
 """PDF to Markdown with pypdfium2 (PDFium, the PDF engine of Chromium).
 
-Chosen by measurement (``benchmarks/pdf_libraries.py``, figures in ``benchmarks/DOCUMENTS.md``): on Debian's
-real manuals it reads text as completely as pypdf, pdfminer.six and pdfplumber (the same words as Poppler's
-``pdftotext``, no page lost) several times faster and in a fraction of their memory, resolves every outline
-entry to its page, and PDFium has been hardened against hostile files for a browser's sake.
-
-What a PDF becomes:
-
-* **pages**: each page's text is preceded by a marker line ``<!-- page N -->``
-  (:func:`~docscraper.content.documents.base.page_marker`), from which every chunk knows its pages;
-* **headings**: the outline (bookmarks) becomes ATX headings, its depth their level, each placed on its target
-  page at the line its destination points at (the line that repeats its title becomes the heading). Without an
-  outline, a line set in a font clearly larger than the body text (the most common size, by characters) and short
-  enough to be a title is a heading, the largest size ``#``; a document with neither keeps its page markers as
-  its only structure;
-* **running headers and footers** (a first or last line that recurs, digits aside, on a third of the pages) and
-  dot leaders of tables of contents are dropped; lines are kept as lines, paragraphs split where the vertical gap
-  between lines is larger than their font size allows; a word hyphenated at a line's end is joined again;
-* **title**: the document's metadata ``Title`` (not a writer's placeholder such as ``untitled``), else the line set
-  in the largest font on its first page with text, else its first heading, else the file name.
-
-PDFium cannot tell a table from text laid out in columns, so tables are text lines. A page without a text layer
-(a scan) is read by Tesseract when ``DOCSCRAPER_DOCUMENT_OCR`` is on and the ``tesseract`` command is installed
-(Debian's ``tesseract-ocr``): rendered at 300 dpi, its lines are the page's text. Refusals
-(:class:`~docscraper.content.documents.base.DocumentRefused`): ``encrypted`` (an empty password does not open it),
-``unreadableDocument`` (PDFium cannot parse it, or it takes longer than the time limit), ``noTextLayer`` (no page
-has a character of text, OCR off, unavailable or finding nothing), ``sizeLimit`` (more pages than the limit).
+Each page's text is preceded by a marker line ``<!-- page N -->``
+(:func:`~docscraper.content.documents.base.page_marker`), from which every chunk knows its pages. The outline
+(bookmarks) becomes ATX headings at its depth, placed on their target pages; without one, short lines set in a
+clearly larger font than the body are headings. Running headers and footers and dot leaders are dropped, hyphenated
+words joined; tables are text lines. A page without a text layer is read by Tesseract when
+``DOCSCRAPER_DOCUMENT_OCR`` is on and ``tesseract`` is installed. The title is the metadata ``Title``, else the
+largest line of the first page with text, else the first heading, else the file name. Refusals
+(:class:`~docscraper.content.documents.base.DocumentRefused`): ``encrypted``, ``unreadableDocument``,
+``noTextLayer``, ``sizeLimit``. Why pypdfium2, and each rule: docs/explanation/extraction.md.
 """
 
 from __future__ import annotations

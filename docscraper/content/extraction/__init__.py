@@ -1,29 +1,14 @@
 """Main-content extraction: a fetched page becomes normalized Markdown plus page metadata.
 
-:func:`extract_html` finds the page's main content element, strips site chrome (navigation, sidebars,
-headers and footers, "edit this page" links, cookie banners, heading anchors, copy buttons, hidden
-elements) and converts what is left to Markdown: ATX headings, ``-`` bullets, fenced code blocks that
-keep their language, GitHub pipe tables, absolute links. :func:`extract_markdown` does the same job for
-pages served as Markdown or plain text (``.md``, ``llms.txt``). The Markdown goes through
-:func:`normalize_markdown` because the pipelines hash it to detect changed pages: the same HTML must
-always give the same bytes.
-
-One job per module, in the order a page goes through them:
-
-* :mod:`.parsing`: decoding (by :mod:`docscraper.content.encoding`) and lxml's HTML parser;
-* :mod:`.chrome`: what site chrome looks like, and its removal;
-* :mod:`.structure`: tab labels, embedded images, code tables, layout tables, deep nesting;
-* :mod:`.main_content`: which element holds the documentation;
-* :mod:`.code`: code block languages and verbatim code text;
-* :mod:`.converter`: the main content to Markdown, with html-to-markdown;
-* :mod:`.links`: absolute, safe URLs;
-* :mod:`.html_pages` and :mod:`.markdown_pages`: the two entry points;
-* :mod:`.normalize`: the canonical Markdown that is hashed.
-
-Only public APIs of lxml and html-to-markdown are used; the measurements behind the choice of
-libraries are in ``benchmarks/EXTRACTION.md``. Nothing here raises on bad input: undecodable bytes,
-malformed or hostile HTML and empty pages give an :class:`Extracted` with whatever could be recovered
-(at worst empty Markdown) and a log line.
+:func:`extract_html` finds the page's main content, strips site chrome (navigation, sidebars, headers and footers,
+"edit this page" links, cookie banners, heading anchors, copy buttons, hidden elements) and converts what is left to
+Markdown: ATX headings, ``-`` bullets, fenced code blocks that keep their language, GitHub pipe tables, absolute links.
+:func:`extract_markdown` does the same for pages served as Markdown or plain text. Both end in
+:func:`normalize_markdown`, since the pipelines hash the Markdown: the same HTML always gives the same bytes. One job
+per module, in a page's order: :mod:`.parsing`, :mod:`.chrome`, :mod:`.structure`, :mod:`.main_content`, :mod:`.code`,
+:mod:`.converter`, :mod:`.links`, then :mod:`.html_pages` / :mod:`.markdown_pages` and :mod:`.normalize`. Nothing here
+raises on bad input: an :class:`Extracted` with whatever could be recovered (at worst empty Markdown) and a log line.
+How each step works, and the libraries chosen: docs/explanation/extraction.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,12 @@
 """The converter: the main-content element becomes Markdown with html-to-markdown.
 
-html-to-markdown (a Rust converter with a Python binding) turns HTML into Markdown in one call, at a
-fraction of the cost of walking a tree in Python (``benchmarks/EXTRACTION.md``). What documentation
-needs beyond its defaults is done first on the lxml tree, so that the HTML it receives already says
-exactly what the Markdown must hold:
-
-* each ``<pre>`` becomes ``<pre><code class="language-LANG">`` with its verbatim text (gutters gone,
-  alternative versions of one example joined), so every fence keeps its language; Doxygen's code
-  (``div.fragment`` rows) becomes a ``<pre>`` first;
-* javadoc's summary grids (``div.summary-table``) become the tables they draw;
-* API signatures (Sphinx ``dt.sig``, Texinfo ``@deffn``) become one code span, other definition terms
-  bold paragraphs, definitions plain blocks (indented definitions would read as code in CommonMark);
-* reStructuredText's indentation blockquotes, and quotes around code or tables, become plain blocks, so
-  that fences and pipes are not hidden behind ``> ``;
-* admonitions become quotes led by their label, ``> **Note:** text`` (every paragraph quoted): Sphinx's
-  and MkDocs's ``div.admonition`` with its ``p.admonition-title``, DocBook's ``div.note`` (``warning``,
-  ``tip``, ...) with its ``h3.title`` or its layout table (``<th>`` label), asciidoc's and asciidoctor's
-  ``div.admonitionblock`` table (``td.icon`` label, ``td.content``). One that holds code, a table or a
-  definition list is a plain block led by the label, so that fences and pipes stay unquoted;
-* rubrics become bold paragraphs, ``<summary>`` a bold paragraph (a plain block when it holds a heading, as
-  rustdoc's impl and method summaries do), ``<details>``,
-  ``<figure>`` and the sectioning elements plain blocks;
-* links and images get absolute, safe URLs (:class:`~docscraper.content.extraction.links.LinkResolver`);
-  images in headings and table cells become their alt text; MathML becomes its TeX annotation;
-* a table inside a table cell becomes its text; rows without cells go;
-* superscripts and subscripts stay inline HTML (html-to-markdown's ``sup_symbol``/``sub_symbol``):
-  ``2<sup>32</sup>``, ``H<sub>2</sub>O``. CommonMark and GFM render inline HTML, the text keeps ``2`` and
-  ``32`` apart for search and embedding, and no Markdown reading is ambiguous (Pandoc's ``H~2~O`` is
-  strikethrough in GFM);
-
-The Markdown is then normalized (:func:`~docscraper.content.extraction.normalize.normalize_markdown`).
+html-to-markdown (a Rust converter with a Python binding) turns HTML into Markdown in one call. What documentation
+needs beyond its defaults is done first on the lxml tree, so that the HTML it receives already says exactly what the
+Markdown must hold: every ``<pre>`` a fenced block with its language, API signatures code spans, admonitions quotes
+led by their label, a table inside a table cell its text, links and images with absolute, safe URLs
+(:class:`~docscraper.content.extraction.links.LinkResolver`), MathML its TeX. The Markdown is then normalized
+(:func:`~docscraper.content.extraction.normalize.normalize_markdown`). Each rewrite, generator by generator:
+docs/explanation/extraction.md.
 """
 
 from __future__ import annotations
