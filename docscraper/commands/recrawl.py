@@ -1,15 +1,12 @@
 """``scrapy recrawl NAME [--full | --due] [--allow GLOBS] [--block GLOBS] [--max-depth N] [--max-pages N] [--render M]``.
 
-Crawl a source by name, in this process: the ``docs`` spider with ``source=NAME`` and the options as
-its arguments, exactly ``scrapy crawl docs -a source=NAME ...`` (the same argument checks and exit
-codes, :mod:`docscraper.commands.crawl`). Incremental unless ``--full``: every known page is checked (a conditional
-request). ``--due`` checks only what is due (``-a due=1``; :mod:`docscraper.crawl.schedule`): new pages, pages whose
-sitemap ``<lastmod>`` moved, and known pages whose next check has come. Scope options apply to this run
-only: the stored scope is not changed, and a run that narrows it removes no page. Feed options (``-O
-pages.jsonl``) and other spider arguments (``-a llms_txt=URL``) work as with ``scrapy crawl``.
-
-Exit status: 0 the crawl ran (see its report for its result); 2 bad usage or arguments, nothing fetched;
-1 unknown source, or the run could not open.
+Crawl a source by name, in this process: exactly ``scrapy crawl docs -a source=NAME ...`` with the options as the
+spider's arguments (the same checks and exit codes, :mod:`docscraper.commands.crawl`). Incremental unless ``--full``;
+``--due`` (``-a due=1``) checks only new pages, pages whose sitemap ``<lastmod>`` moved and known pages whose next check
+has come (:mod:`docscraper.crawl.schedule`). Scope options apply to this run only, and a run that narrows the scope
+removes no page. Feed options (``-O pages.jsonl``) and other spider arguments work as with ``scrapy crawl``. Exit
+status: 0 the crawl ran (its report says how); 2 bad usage or arguments, nothing fetched; 1 unknown source, or the run
+could not open.
 """
 
 from __future__ import annotations

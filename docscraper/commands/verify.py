@@ -1,23 +1,13 @@
 """``scrapy verify [NAME] [--repair] [--force] [--mirror DIR] [--json]``: does the index match the state?
 
-Compares the state table with the vector index (every source, or source NAME): each live page must have
-exactly its chunks, with metadata that agrees with its row, and no chunk may belong to a page or source
-the state does not hold live; the keyword index's cache must not vouch for a collection it was not built
-from; with ``--mirror DIR``, each live page must have its Markdown mirror file. Reads the state rows and
-the chunks' ids and metadata, never a vector. See :mod:`docscraper.storage.consistency`.
-
-``--repair`` deletes this state's chunks that no live page owns and marks the pages whose chunks are missing
-or disagree for reindexing (their next crawl writes them again); it touches only what this state owns: ids
-it cannot parse and chunks of sources it never had are reported, never deleted (DESIGN rule 10). Refused
-while a crawl of the source runs; a source whose repair would delete more than ``DOCSCRAPER_MAX_DELETE_RATIO``
-of its chunks in the index is left as it is unless ``--force``. Each group deleted is logged and appended
-to ``DATA_DIR/logs/repairs.jsonl``; ``--json`` lists them (``deleted``) and the refused sources (``refused``).
-Never creates a state database; an index bound to another state database is refused, check or repair.
-
-Exit status: 0 everything agrees (or everything found was repaired); 3 disagreements found and not
-repaired (with ``--repair``: chunks it cannot prove are its own are left); 1 no state database, an index
-of another state, unknown source, no index, or a repair refused (a crawl running, or the deletion cap:
-the other sources are repaired); 2 bad usage.
+Compares the state table with the vector index, for every source or source NAME, through
+:mod:`docscraper.storage.consistency`: each live page must have exactly its chunks, with metadata that agrees with its
+row; no chunk may belong to a page or source the state does not hold live; the keyword cache must not vouch for
+another collection; with ``--mirror DIR`` each live page must have its mirror file. ``--repair`` fixes what this state
+owns (``--force``: past ``DOCSCRAPER_MAX_DELETE_RATIO``), refused while a crawl of the source runs. Never creates a
+state database. Exit status: 0 everything agrees (or was repaired); 3 disagreements left; 1 no state database, an
+index of another state, unknown source, no index, or a repair refused; 2 bad usage. What each disagreement means:
+docs/howto/verify.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """LlamaIndex integration (``pip install ".[llamaindex]"``: ``llama-index-core``).
 
-- :class:`DocscraperReader`, a LlamaIndex reader: ``lazy_load_data(seeds)`` crawls URLs or folders with a
-  :class:`~docscraper.library.loader.WebCrawlerLoader` and yields LlamaIndex documents while the crawl runs
-  (``text`` is the page's Markdown, ``id_`` its page id, ``metadata`` ``url``, ``title`` and the document's
-  metadata; ``images`` and ``chunk_ids`` are kept out of what is embedded and shown to the LLM). An
-  incremental reader's removals are collected in :attr:`DocscraperReader.removed`.
-- :class:`DocscraperRetriever`, a LlamaIndex retriever over docscraper's hybrid search
-  (:class:`~docscraper.storage.search.Searcher`): ``NodeWithScore`` of ``TextNode`` (the chunk's text, id and
-  metadata), scored by cosine similarity.
-
-Nothing here uses LlamaIndex's NLTK data (its sentence splitter, stop words), so nothing is downloaded:
-``llama-index-core`` imports offline and ships that data itself (``NLTK_DATA`` points it elsewhere).
+:class:`DocscraperReader`, a LlamaIndex reader: ``lazy_load_data(seeds)`` crawls URLs or folders with a
+:class:`~docscraper.library.loader.WebCrawlerLoader` and yields LlamaIndex documents while the crawl runs (``text`` the
+page's Markdown, ``id_`` its page id, ``metadata`` ``url``, ``title`` and the document's metadata, of which ``images``
+and ``chunk_ids`` are kept out of what is embedded and shown to the LLM); an incremental reader's removals are in
+:attr:`DocscraperReader.removed`. :class:`DocscraperRetriever`, a LlamaIndex retriever over docscraper's hybrid search
+(:class:`~docscraper.storage.search.Searcher`): ``NodeWithScore`` of ``TextNode`` (the chunk's text, id and metadata),
+scored by cosine similarity. Nothing here uses LlamaIndex's NLTK data, so nothing is downloaded.
 """
 
 from __future__ import annotations

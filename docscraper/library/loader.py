@@ -1,31 +1,15 @@
 """docscraper as a library: crawl a documentation site from Python and get its pages as documents.
 
-:class:`WebCrawlerLoader` crawls one or more seeds (http(s) URLs or local folders) exactly as ``scrapy crawl
-docs -a source=...`` does, in a child process (Twisted's reactor runs once per process, so a second loader
-in the same program works), and streams each page back as it is processed: :meth:`WebCrawlerLoader.lazy_load`
-yields a :class:`Document` while the crawl goes on; :meth:`WebCrawlerLoader.load` returns the list. Closing
-the iterator early (``break``) stops the crawl as Ctrl-C does: it closes with reason ``shutdown``, writes its
-report and removes nothing. A crawl that aborts (a run that could not open, a watchdog stop, an unknown
-source...) raises :class:`CrawlError` with the crawl's reason; a crawl that finished with some pages
-failed is not an error (see :attr:`WebCrawlerLoader.last_report`).
-
-Two modes:
-
-- ``incremental=False`` (the default): hand a site's pages to another framework. Every page in scope is
-  yielded. The crawl keeps its state in a temporary database, removed when the iteration ends, and does
-  not touch docscraper's vector index (none is built, the embedding model is never loaded): a data
-  directory you use for ``scrapy crawl`` is never read or changed. Reports and change feeds go to
-  ``config.data_dir`` when set, else to the temporary folder.
-- ``incremental=True``: keep something in step with a site. The crawl uses the state database, and the
-  vector index, of the data directory as ``scrapy crawl`` does (``config.data_dir``, else the project's
-  ``DOCSCRAPER_DATA_DIR``, ``./data``): it yields only new and changed pages, then one :class:`RemovedPage`
-  per page removed (after a clean, complete run only: DESIGN rule 3).
-
-Loaders combine: ``a + b`` or ``CombinedLoader([a, b, c])`` crawl one after another.
-
-The child runs ``python -m scrapy crawl docs`` with the project's settings (``SCRAPY_SETTINGS_MODULE``, default
-``settings``) in the current folder, its log in a temporary file, and
-:class:`~docscraper.crawl.stream.DocumentStream` writing JSON lines to a pipe this process reads.
+:class:`WebCrawlerLoader` crawls one or more seeds (http(s) URLs or local folders) exactly as ``scrapy crawl docs -a
+source=...`` does, in a child process (``python -m scrapy crawl docs`` with the project's settings, its log in a
+temporary file) whose :class:`~docscraper.crawl.stream.DocumentStream` writes each page to a pipe:
+:meth:`WebCrawlerLoader.lazy_load` yields a :class:`Document` while the crawl goes on, :meth:`WebCrawlerLoader.load`
+returns the list. Leaving the loop early stops the crawl as Ctrl-C does (reason ``shutdown``; nothing removed). A
+crawl that aborts raises :class:`CrawlError`; one that finished with pages failed does not
+(:attr:`WebCrawlerLoader.last_report`). ``incremental=False`` (the default) yields every page in scope, keeping its
+state in a temporary database and building no index; ``incremental=True`` uses the data directory's state and index as
+``scrapy crawl`` does and yields new and changed pages, then a :class:`RemovedPage` per page removed. Loaders combine:
+``a + b``, or :class:`CombinedLoader`. Both modes, and why a child process: docs/howto/python-api.md.
 """
 
 from __future__ import annotations

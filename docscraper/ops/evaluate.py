@@ -1,26 +1,12 @@
 """Retrieval quality on your own questions: the question file, the scoring, and ``scrapy evaluate``'s run.
 
-A question file is JSON Lines, one question per line (blank lines and lines starting with ``#`` are
-skipped)::
-
-    {"question": "How long are dead letters kept?", "answers": ["guide/delivery.html"]}
-    {"question": "How do I rotate the API key?", "answers": ["guide/security.html", "https://docs.example.com/faq.html#keys"]}
-
-``answers`` lists the pages that answer the question, any one of them right: a URL, a path relative to the
-scope prefix of the source a result comes from (``guide/delivery.html``; ``./`` is the prefix's own page), or
-a path from the host root (``/docs/guide/delivery.html``). ``expected`` (one string) is accepted for
-``answers``; a question whose answers are ``[]`` or ``"expected": null`` (nothing in the index should answer
-it) is not scored, only counted. Other keys (``needle``, notes) are ignored. A file that starts with ``[``
-is read as one JSON array of the same objects (the older format of ``benchmarks/*_questions.json``).
-
-Pages match by :func:`page_key`: the normalized URL (:func:`docscraper.urls.normalize_url`: case of scheme
-and host, fragment, tracking parameters, trailing slash), with a folder's index file dropped
-(``guide/index.html`` is ``guide/``) and a Markdown twin ``X.html.md`` taken as ``X.html``.
-
-A question's rank is the 1-based position of the first result that is one of its answers, in the results as
-the search returned them (one per page; a page indexed under two URLs takes two places, as it does for a
-reader), None when none of the first *k* is. recall@n is the share of scored questions ranked n or better;
-MRR@k the mean of 1/rank (0 for a question not in the top *k*). A miss is a question not ranked first.
+:func:`load_questions` reads a question file: JSON Lines, one ``{"question": ..., "answers": [...]}`` a line, or one
+JSON array of them. An answer is a URL, a path relative to the scope prefix of the source a result comes from, or a
+path from the host root; a question without answers is counted, not scored. Pages match by :func:`page_key` (the
+normalized URL, a folder's index file dropped, ``X.html.md`` taken as ``X.html``). :func:`score` ranks each question
+by the 1-based position of the first result that is one of its answers (None past *k*): recall@n is the share of
+scored questions ranked n or better, MRR@k the mean of 1/rank (0 past *k*). :func:`evaluate_index` asks the index as
+``scrapy search`` does. The file format in full: docs/howto/evaluate.md.
 """
 
 from __future__ import annotations

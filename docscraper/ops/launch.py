@@ -1,28 +1,14 @@
 """Start a crawl of a registered source in the background and return at once.
 
-:func:`start_crawl` is what the MCP server's ``recrawl_source`` calls; any other front end may reuse it.
-It refuses (:class:`~docscraper.ops.sources.SourceError`) an unknown source, a source with a crawl running
-(what ``scrapy status`` says, or a process this one started that has not recorded its run yet), and bad
-arguments (:class:`~docscraper.ops.sources.SourceArgumentError`, checked as the ``docs`` spider checks them).
-Then, one of two ways:
-
-``process`` (the default): a detached ``python -m scrapy crawl docs -a source=NAME [-a full=1] [-a
-allow=...] ...`` started from the project root (the folder of the nearest ``scrapy.cfg``, else the
-current one), in a session of its own so that it outlives the caller and is not killed with its process
-group; stdin from ``/dev/null``, stdout and stderr to ``DATA_DIR/logs/<source>/<UTC timestamp>.log``.
-It inherits the environment (``DOCSCRAPER_*``, ``SCRAPY_SETTINGS_MODULE``); *settings* travel in the
-environment too (``DOCSCRAPER_SETTINGS``, JSON; the command line is visible to every local user), and
-apply as ``-s`` options would. Returns ``{"started": true, "how": "process", "source", "pid", "log"}``.
-
-``scrapyd``, when ``DOCSCRAPER_SCRAPYD_URL`` is set: a POST to its ``schedule.json`` with ``project``
-(``DOCSCRAPER_SCRAPYD_PROJECT``), ``spider=docs``, ``source`` and the arguments, *settings* as
-``setting=NAME=VALUE`` but the secret ones (:func:`docscraper.secrets.is_secret_name`: Scrapyd shows a job's
-settings; a node takes those from its environment); credentials in the URL (``http://user:pass@host:6800/``)
-go in an ``Authorization`` header. Returns ``{"started": true, "how": "scrapyd", "source", "jobid",
-"project"}``. A job Scrapyd has queued but not started is not seen by the running check.
-
-Overrides (``allow``, ``block``, ``max_depth``, ``max_pages``, ``llms_txt``, ``render``) apply to that run
-only, as with ``scrapy recrawl``; ``None`` values are left out.
+:func:`start_crawl` (behind the MCP server's ``recrawl_source`` and the scheduler) refuses an unknown source, a source
+whose crawl runs, and a start while *max_running* crawls run with :class:`~docscraper.ops.sources.SourceError`, and bad
+arguments (checked as the ``docs`` spider checks them) with :class:`~docscraper.ops.sources.SourceArgumentError`. It
+starts either a detached ``python -m scrapy crawl docs -a source=NAME ...`` from the project root, logging to
+``DATA_DIR/logs/<source>/<UTC timestamp>.log`` (returns ``{"started": true, "how": "process", "source", "pid",
+"log"}``), or, when ``DOCSCRAPER_SCRAPYD_URL`` is set, a Scrapyd job (``{"started": true, "how": "scrapyd", "source",
+"jobid", "project"}``). *settings* reach a process through its environment (``DOCSCRAPER_SETTINGS``), a Scrapyd job as
+``setting=`` fields without the secret ones. Overrides (``allow``, ``block``, ``max_depth``, ``max_pages``,
+``llms_txt``, ``render``; ``None`` left out) apply to that run only. Why each detail: docs/explanation/operations.md.
 """
 
 from __future__ import annotations

@@ -1,41 +1,13 @@
 """docscraper as an MCP server: sources, crawls and search as tools for an AI assistant.
 
-Built on the official ``mcp`` Python SDK (:class:`mcp.server.mcpserver.MCPServer`). Start it from the
-project root, where ``scrapy.cfg`` is, or anywhere with ``SCRAPY_SETTINGS_MODULE`` naming an importable
-settings module::
-
-    scrapy mcp [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [-s NAME=VALUE ...]
-    docscraper-mcp [--transport stdio|http] [--host 127.0.0.1] [--port 8765] [-s NAME=VALUE ...]
-
-``stdio`` (the default) is for a client that spawns the server; ``http`` serves the streamable HTTP
-transport at ``http://HOST:PORT/mcp`` (``--port 0`` picks a free port; the address is printed on stderr).
-Settings are the project's (``DOCSCRAPER_DATA_DIR``...); ``-s`` settings are also passed on to the
-crawls ``recrawl_source`` starts.
-
-Tools (each wraps the Python API that the project's commands use):
-
-- ``add_source(name, url, allow?, block?, max_depth?, max_pages?, llms_txt?, auth_headers?, auth_basic?,
-  auth_cookies?)``: probe the site and register it (:func:`docscraper.ops.sources.add_source`); the source and
-  what the probe found. Credentials are references (``env:NAME``, ``file:NAME``) that the operator listed in
-  ``DOCSCRAPER_SERVER_CREDENTIALS``; any other is refused (a client must not send the server's variables to a
-  site it names), and no answer ever holds a value.
-- ``list_sources()``: every source with its scope, pages, chunks and last run.
-- ``list_libraries()``: every library with its versions, the source of each, and the default version.
-- ``crawl_status(name?)``: running and died crawls and each source's last finished one, with progress
-  (:func:`docscraper.ops.status.crawl_status`).
-- ``recrawl_source(name, full?, due?, allow?, block?, max_depth?, max_pages?)``: start a crawl in the
-  background and return at once (:func:`docscraper.ops.launch.start_crawl`: a detached process, or a Scrapyd
-  job when ``DOCSCRAPER_SCRAPYD_URL`` is set); refused while a crawl of the source runs.
-- ``reindex_page(name, url_or_glob)``: mark pages for the next crawl to re-process
-  (:func:`docscraper.ops.sources.request_reindex`).
-- ``search_docs(question, k?, source?, library?, version?, all_versions?)``: the best chunks, at most one per page, each with its page's
-  aliases (other URLs of the same content). The model is loaded on
-  the first search and kept for the server's life; the Chroma index is reopened when a crawl wrote to it
-  since (a persistent client never sees another process's writes).
-
-A tool that cannot do its job answers an error result (``isError``) whose text says why, as the
-commands' ``error:`` lines do; an unexpected failure is logged on the server's stderr and the client
-only learns that the tool failed.
+Built on the official ``mcp`` Python SDK (:class:`mcp.server.mcpserver.MCPServer`), started from the project root (or
+with ``SCRAPY_SETTINGS_MODULE``) as ``scrapy mcp`` or ``docscraper-mcp`` (``--transport stdio|http``, ``--host``,
+``--port``, ``-s NAME=VALUE``). :class:`DocsTools` holds the tools, each a wrapper of the Python API the commands use:
+``add_source``, ``list_sources``, ``list_libraries``, ``crawl_status``, ``recrawl_source``, ``reindex_page`` and
+``search_docs``. Credential references a client may name are those in ``DOCSCRAPER_SERVER_CREDENTIALS``; no answer
+holds a secret. Over HTTP, :class:`Gate` checks the Host header, the rate limit and the token. A tool that cannot do
+its job answers an error result (``isError``) saying why; an unexpected failure is logged on the server's stderr. The
+tools' arguments and answers: docs/howto/mcp.md; the search model's life: docs/explanation/operations.md.
 """
 
 from __future__ import annotations

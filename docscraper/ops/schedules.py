@@ -1,16 +1,13 @@
 """Scheduled recrawls: when each source's next crawl is due, and starting the due ones.
 
-A registered source may carry a schedule (``scrapy sources add/update NAME --schedule SPEC``; stored in its
-scope as ``schedule``): an interval (``30m``, ``6h``, ``1d``: a crawl that long after the last one started) or a
-five-field cron expression (``0 3 * * *``, in UTC; parsed by ``croniter``). ``none`` clears it.
-
-:func:`due_crawls` says, at a moment, which sources are due: the next run time follows the last run's start
-(its creation when it never ran), so a machine that was down for many ticks starts **one** run when it comes back,
-not one per missed tick. Each source's run time is moved later by a share of its interval (*jitter*, 0.1 by
-default, at most 10 minutes) fixed by its name: the same on every call and different per source, so sources on one schedule do not all start in the same second. :func:`start_due` starts the due ones
-the way the MCP server does (:func:`docscraper.ops.launch.start_crawl`: a detached process or a Scrapyd job,
-``--due`` recrawls), never a second crawl of a source that is running, and at most ``max_running`` at once.
-``scrapy schedule`` runs it once (from cron, or a loop); ``scrapy schedule --list`` shows each schedule.
+A registered source may carry a schedule in its scope (``schedule``, set by ``scrapy sources add/update NAME --schedule
+SPEC``): an interval (``30m``, ``6h``, ``1d``) or a five-field cron expression in UTC (``croniter``); ``none`` clears
+it. :func:`due_crawls` says which sources are due at a moment: the next run time follows the last run's start (the
+source's creation when it never ran), moved later by a share of the interval fixed by its name (*jitter*, 0.1, at most
+10 minutes). :func:`start_due` starts the due ones as ``--due`` recrawls through
+:func:`docscraper.ops.launch.start_crawl`, never a second crawl of a running source, at most ``max_running`` at once.
+``scrapy schedule`` runs it once, ``scrapy serve`` in a loop (:class:`ScheduleLoop`). Why:
+docs/explanation/operations.md.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
-"""``scrapy serve``: one long-running process with the web dashboard, its JSON API, the MCP endpoint and the
-scheduler of recrawls.
+"""``scrapy serve``: one long-running process with the web dashboard, its JSON API, the MCP endpoint and the scheduler
+of recrawls.
 
-- The dashboard (server-rendered Jinja2 pages, :mod:`docscraper.ops.dashboard` for their data) and the JSON API
-  under ``/api/`` that its live parts read; the MCP endpoint at ``/mcp`` (the tools of
-  :mod:`docscraper.ops.mcp_server`); ``/static/`` its stylesheet and one small script.
-- Crawls start the way the MCP tools start them (:func:`docscraper.ops.launch.start_crawl`: a detached process, or
-  a Scrapyd job), never in this process; a crawl outlives a server that stops.
-- The scheduler calls :func:`docscraper.ops.schedules.start_due` every ``--tick`` seconds (30): due recrawls, never
-  two of a source, at most ``DOCSCRAPER_SERVER_MAX_CRAWLS`` at once.
-
-Access (docs: "The server"): the Host header must name the server (DNS rebinding; 421). The dashboard and the API
-need the token: ``Authorization: Bearer TOKEN``, or the session cookie ``/login`` sets after the token was given
-(``HttpOnly``, ``SameSite=Strict``). The token is ``$DOCSCRAPER_SERVER_TOKEN`` or ``--token-file``; without one the
-server makes one at start and prints the login URL (it then binds loopback only). A state-changing request made with
-the cookie also needs the page's CSRF token and an ``Origin`` (when the browser sends one) naming this server. The
-MCP endpoint needs the token when one was configured, as ``scrapy mcp`` does. Every page is escaped by Jinja2's
-autoescaping; a private source's credentials are references and are never shown.
+:func:`build_app` serves the dashboard (server-rendered Jinja2 pages, their data from :mod:`docscraper.ops.dashboard`),
+the JSON API under ``/api/``, the MCP endpoint at ``/mcp`` (the tools of :mod:`docscraper.ops.mcp_server`) and
+``/static/``, behind :class:`ServerGate`: the Host header must name the server (421), the dashboard and the API need the
+token (``Authorization: Bearer TOKEN``, or the session cookie ``/login`` sets), and a state-changing request made with
+the cookie needs the page's CSRF token and, when the browser sends one, an ``Origin`` naming this server. Crawls start
+as the MCP tools start them (:func:`docscraper.ops.launch.start_crawl`), never in this process; the scheduler calls
+:func:`docscraper.ops.schedules.start_due` every ``--tick`` seconds. The token, and what a page may show:
+docs/howto/server.md.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """Registered sources: add one (after probing its site), list, show, remove, and mark pages for reindexing.
 
-The Python API behind ``scrapy sources``, ``scrapy reindex`` and ``scrapy recrawl``; other front ends
-(an MCP server) call the same functions. Every function takes a :class:`~docscraper.config.DocscraperConfig`
-(its state database and Chroma location), opens what it needs, and closes it before returning. Errors a
-user can act on raise :class:`SourceError`, whose text is one sentence meant for them;
-:class:`SourceArgumentError` (a subclass) is bad input: a name, a URL, a glob or a number.
-
-A source is a name, a seed URL (stored normalized: one source per URL) and a scope (``prefix``,
-``allow``, ``block``, ``max_depth``, ``max_pages``; ``seed``, the URL as given; ``llms_txt`` and
-``render`` when registered with them). ``scrapy crawl docs -a source=NAME`` and ``scrapy recrawl NAME`` crawl with that
-scope; ``-a`` scope arguments override it for one run and are never stored.
-
-Adoption: ``scrapy crawl docs -a source=URL`` creates a source on its own (``registered`` false, a name
-derived from the URL). :func:`add_source` with that URL adopts it instead of refusing: the source is
-renamed to the name given (its chunks in Chroma are relabelled first, then the state row; its reports
-folder ``runs/<old>`` moves to ``runs/<new>``), marked registered, and its scope replaced by the one
-given. Its pages, their hashes and their vectors are kept, so the next crawl is incremental; pages outside
-a narrower registered scope are then orphans of that scope and are removed by the next clean crawl (within
-``DOCSCRAPER_MAX_DELETE_RATIO``).
-
-Stored state is touched in the order of DESIGN rule 1: Chroma first (chunks relabelled or deleted), the
-state database last, so an interruption leaves the state behind the index and repeating the command
-finishes the job.
+The Python API behind ``scrapy sources``, ``scrapy reindex`` and ``scrapy recrawl``, which other front ends (the MCP
+server) call too. Every function takes a :class:`~docscraper.config.DocscraperConfig`, opens what it needs and closes
+it before returning. Errors a user can act on raise :class:`SourceError`, whose text is one sentence meant for them;
+bad input (a name, a URL, a glob, a number) raises its subclass :class:`SourceArgumentError`. A source is a name, a
+seed URL (stored normalized: one source per URL) and a scope (``prefix``, ``allow``, ``block``, ``max_depth``,
+``max_pages``, ``seed``; ``llms_txt`` and ``render`` when registered with them), which ``-a`` arguments override for
+one run, never stored. :func:`add_source` adopts a source that a crawl of its URL created, keeping its pages and
+vectors. Stored state changes in the order of DESIGN rule 1, Chroma first and the state database last, so repeating
+an interrupted command finishes it. Adoption step by step: docs/explanation/operations.md.
 """
 
 from __future__ import annotations

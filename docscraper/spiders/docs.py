@@ -1,30 +1,14 @@
 """The ``docs`` spider: discover, scope and extract a documentation site.
 
-``scrapy crawl docs -a source=URL|NAME [-a allow=GLOBS] [-a block=GLOBS] [-a max_depth=N]
-[-a max_pages=N] [-a llms_txt=URL] [-a full=1] [-a render=js|none] [-a save_dir=DIR]``
-
-Discovery runs first, in order, before any page is fetched, so that each page remembers the first
-finder that saw it: llms-full.txt (sections mapped to pages become items without a fetch), llms.txt,
-sitemaps (from robots.txt ``Sitemap:`` lines and ``sitemap.xml`` at the prefix and the root; indexes
-followed to ``DOCSCRAPER_SITEMAP_MAX_DEPTH``), then the link crawl from every fetched page. A
-``file://`` source (:mod:`docscraper.crawl.localfiles`) is discovered the same way, without robots.txt and
-without the filesystem root's ``sitemap.xml``; its ``file://`` links are followed, and no other source's.
-
-Depth: the seed is 0, llms/sitemap pages are 1, a link on a page at depth d is d+1. Requests carry
-``docscraper_page_id``, ``docscraper_finder``, ``docscraper_depth`` and ``docscraper_key`` meta keys, and
-``docscraper_page_url`` when the URL fetched is a Markdown twin (``page.html.md``) of the page.
-
-Robots directives: a page whose ``<meta name="robots">`` (or ``<meta name="docscraper">``) or ``X-Robots-Tag``
-header says ``noindex`` (or ``none``) yields no item; its links are followed and it is recorded ``skipped``
-``noindex`` (a page the index held is retired at close). ``nofollow`` (or ``none``) drops all of a page's links
-(counter ``nofollow_pages``); ``rel="nofollow"`` on one link is a hint for search engines and is ignored.
-
-Rendering (:mod:`docscraper.crawl.rendering`): when the run renders, page requests also carry
-``playwright: True`` (and ``docscraper_render``) and go without validators; discovery requests never do.
-A page whose static HTML is only scripts, in a run that does not render, is counted
-(``needs_rendering``) and its report entry gets a ``hint``. So does a page whose links are client-side
-hash routes (``#/guide``; counter ``hash_route_pages``): a page is its URL without the fragment, so such
-routes are not crawled, rendered or not.
+``scrapy crawl docs -a source=URL|NAME [-a allow=GLOBS] [-a block=GLOBS] [-a max_depth=N] [-a max_pages=N]
+[-a llms_txt=URL] [-a full=1] [-a render=js|none] [-a save_dir=DIR]``. Discovery runs first, before any page is fetched,
+so each page keeps the first finder that listed it: llms-full.txt (sections mapped to pages become items without a
+fetch), llms.txt, sitemaps (robots.txt ``Sitemap:`` lines, ``sitemap.xml`` at the prefix and the root, indexes to
+``DOCSCRAPER_SITEMAP_MAX_DEPTH``), then the links of every fetched page. Requests carry ``docscraper_page_id``,
+``docscraper_finder``, ``docscraper_depth``, ``docscraper_key``, and ``docscraper_page_url`` when the URL is a Markdown
+twin (``page.html.md``) of the page. A page whose robots directives say ``noindex`` yields no item (its links are
+followed); ``nofollow`` drops its links (counter ``nofollow_pages``). The arguments: docs/reference/spider.md; how
+discovery, directives and rendering hints work: docs/explanation/flow.md.
 """
 
 from __future__ import annotations
