@@ -5,11 +5,11 @@
 ``spider_opened`` it opens the state store and the vector index (``DOCSCRAPER_STATE_STORE_CLASS``,
 ``DOCSCRAPER_VECTOR_INDEX_CLASS``), resolves the run's :class:`~docscraper.crawl.target.CrawlTarget` and sends
 :data:`~docscraper.crawl.signals.run_opened`; at ``spider_closed`` it sends
-:data:`~docscraper.crawl.signals.run_closing`, then closes them. The embedder (``DOCSCRAPER_EMBEDDER_CLASS``) loads
-on first use. Components take it with :meth:`CrawlResources.of`; blocking calls go through :meth:`CrawlResources.call`
-(one thread per resource). A run that cannot open closes with its reason (``source_busy``, ``state_unavailable``,
-``index_unavailable``, ``render_unavailable``, ``unknown_source``, ``credentials_unavailable``, ``model_mismatch``,
-else ``open_failed``). Why: docs/explanation/architecture.md.
+:data:`~docscraper.crawl.signals.run_closing`, then closes them. The embedder (``DOCSCRAPER_EMBEDDER_CLASS``) loads on
+first use. Components take it with :meth:`CrawlResources.of` and make blocking calls with :meth:`CrawlResources.call`.
+A run that cannot open closes with its reason (``source_busy``, ``state_unavailable``, ``index_unavailable``,
+``render_unavailable``, ``unknown_source``, ``credentials_unavailable``, ``model_mismatch``, else ``open_failed``).
+Why: docs/explanation/architecture.md.
 """
 
 from __future__ import annotations

@@ -3,13 +3,10 @@
 Refused: any scheme but http(s) (``file://`` for a ``file://`` source), and a host that is, or resolves to, a
 non-global address (loopback, private, link-local...) in any spelling (:func:`address_category`). Trusted: the
 source's own host (any port; never a link-local address), an explicit ``-a llms_txt=`` host, proxies, and
-``DOCSCRAPER_SSRF_ALLOWED_HOSTS``. :class:`SsrfGuardMiddleware` (first in the downloader chain) judges every
-request and redirect hop; :class:`SsrfGuardResolver` and :class:`SsrfGuardHostnameResolver`
-(``TWISTED_DNS_RESOLVER``) drop a refused answer at connect time. Settings: ``DOCSCRAPER_SSRF_GUARD_ENABLED`` (off:
-``NotConfigured``), ``DOCSCRAPER_SSRF_ALLOWED_HOSTS``. Meta: reads ``redirect_urls``, ``docscraper_page_id``,
-``docscraper_discovery``, ``proxy``; sets ``docscraper_refused``. Stats: ``docscraper/ssrf/refused``,
-``docscraper/ssrf/refused_at_connect``, ``docscraper/pages_refused/blockedAddress``. Why two layers:
-docs/explanation/security.md.
+``DOCSCRAPER_SSRF_ALLOWED_HOSTS``. :class:`SsrfGuardMiddleware` (first in the downloader chain; its docstring names
+its settings, meta keys and stats) judges every request and redirect hop; :class:`SsrfGuardResolver` and
+:class:`SsrfGuardHostnameResolver` (``TWISTED_DNS_RESOLVER``) drop a refused answer at connect time. Refusals the
+report records are counted as ``docscraper/pages_refused/blockedAddress``. Why two layers: docs/explanation/security.md.
 """
 
 from __future__ import annotations
