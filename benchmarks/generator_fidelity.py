@@ -49,8 +49,7 @@ Counted in the main content (HTML) and in the page's Markdown (outside fenced co
   info string;
 * tables: ``<table>`` with two rows of cells or more (a table of one cell or one row is layout), no
   table inside and no ``role=presentation`` / pipe tables (delimiter rows);
-* items: ``<li>`` but those of a list whose every item holds a heading (javadoc's sections, layout) / list
-  item lines (``-``, ``*``, ``+``, ``1.``, ``1)``; also in block quotes);
+* items: ``<li>`` / list item lines (``-``, ``*``, ``+``, ``1.``, ``1)``; also in block quotes);
 * sup/sub: ``<sup>`` and ``<sub>`` / ``<sup>``, ``<sub>``, ``^x^`` and ``~x~`` outside code spans;
 * first paragraph: whether the text of the main content's first ``<p>`` of 40 characters or more (white
   space normalised) is in the Markdown; both sides are compared as their letters and digits only, with
@@ -206,13 +205,6 @@ GENERATORS = (
 _BY_NAME = {g.name: g for g in GENERATORS}
 
 FEATURES = ("headings", "code", "code+lang", "tables", "items", "sup/sub")
-
-
-def _layout_item(li: HtmlElement) -> bool:
-    """An item of a list whose every item holds a heading: javadoc's sections (``ul.details-list > li``), layout."""
-    parent = li.getparent()
-    items = [c for c in parent if c.tag == "li"] if parent is not None else []
-    return bool(items) and all(next(c.iter("h1", "h2", "h3", "h4", "h5", "h6"), None) is not None for c in items)
 FIRST_PARAGRAPH_MIN = 40
 
 _LANG_CLASS_RE = re.compile(r"^(?:language|lang|highlight|hljs|brush)[-:]\S+$", re.I)
@@ -304,7 +296,7 @@ def html_counts(generator: Generator, containers: list[HtmlElement]) -> tuple[di
         counts["code"] += len(blocks)
         counts["code+lang"] += sum(1 for block in blocks if _has_language(block, containers))
         counts["tables"] += sum(1 for table in container.iter("table") if _is_data_table(table))
-        counts["items"] += sum(1 for li in container.iter("li") if not _layout_item(li))
+        counts["items"] += sum(1 for _ in container.iter("li"))
         counts["sup/sub"] += sum(1 for _ in container.iter("sup", "sub"))
         if first is None:
             for paragraph in container.iter("p"):

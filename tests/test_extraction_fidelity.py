@@ -361,23 +361,3 @@ def test_text_that_reads_as_a_tag_is_escaped_but_code_links_and_markup_are_not()
         "[spaced](<https://docs.example.org/a b.html>)" in markdown
         or "[spaced](https://docs.example.org/a%20b.html)" in markdown
     )
-
-
-def test_javadoc_sections_laid_out_as_list_items_are_sections() -> None:
-    # JDK 11+ javadoc: every section is a list item (ul.details-list > li > section > h2, then h3 per member)
-    page = _page("""<h1 class="title">Class CharSetUtils</h1>
-<section class="details"><ul class="details-list">
-<li><section class="constructor-details"><h2>Constructor Details</h2><ul class="member-list">
-<li><section class="detail"><h3>CharSetUtils</h3><div class="block">Creates a new instance.</div></section></li>
-</ul></section></li>
-<li><section class="method-details"><h2>Method Details</h2><ul class="member-list">
-<li><section class="detail"><h3>squeeze</h3><div class="block">Squeezes any repetitions of a character.</div>
-<pre>CharSetUtils.squeeze("hello", "k-p") = "helo"</pre>
-<dl class="notes"><dt>Parameters:</dt><dd><code>str</code> - the string to squeeze</dd></dl>
-<ul><li>an item of a real list</li><li>another</li></ul></section></li>
-</ul></section></li></ul></section>""", "CharSetUtils")
-    markdown = extract_html(page, URL).markdown
-    assert "\n## Method Details\n\n### squeeze\n\nSqueezes any repetitions of a character.\n\n```\n" in markdown
-    assert "\n## Constructor Details\n\n### CharSetUtils\n" in markdown
-    assert "- ##" not in markdown and "  ###" not in markdown
-    assert "\n- an item of a real list\n- another\n" in markdown  # a list of plain items stays a list

@@ -227,14 +227,6 @@ def _rewrite_blocks(root: Node) -> None:
             quote.tag = "div"
     for el in list(root.iter(*_BLOCKS)):
         el.tag = "div"
-    for listing in list(root.iter("ul", "ol")):
-        # javadoc (JDK 11+) lays out its sections as list items (ul.details-list > li > section > h2): a list
-        # whose every item holds a heading is layout, and its headings must stay the page's headings
-        items = [li for li in listing if isinstance(li.tag, str) and li.tag == "li"]
-        if items and all(has_descendant(li, HEADING_NAMES) for li in items):
-            listing.tag = "div"
-            for li in items:
-                li.tag = "div"
     for table in list(root.iter("table")):
         if has_ancestor(table, ("td", "th")):
             replace_with_text(table, " " + collapse_ws(" ".join(table.itertext())) + " ")
