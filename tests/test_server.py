@@ -130,6 +130,10 @@ def test_the_login_the_session_and_every_refusal(tmp_path: Path) -> None:
         cookie = answer.headers["set-cookie"]
         assert f"docscraper_session_{served.port}=" in cookie and "HttpOnly" in cookie
         assert "samesite=strict" in cookie.lower() and served.token not in cookie
+        assert "secure" not in cookie.lower()  # plain HTTP: a Secure cookie would never come back
+        # behind a TLS proxy on this machine (uvicorn trusts X-Forwarded-Proto from 127.0.0.1): Secure
+        answer = anonymous.get("/login", params={"token": served.token}, headers={"X-Forwarded-Proto": "https"})
+        assert answer.status_code == 303 and "; secure" in answer.headers["set-cookie"].lower()
 
         client = served.logged_in()
         page = client.get("/")

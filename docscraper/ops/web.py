@@ -395,9 +395,12 @@ def routes(app: App) -> list[Any]:
         return value if value and value.startswith("/") and not value.startswith("//") and "\\" not in value \
             else "/"
 
-    def logged_in(target: str) -> Response:
+    def logged_in(request: Request, target: str) -> Response:
         response = RedirectResponse(target, 303)
-        response.set_cookie(app.access.cookie, app.access.session, httponly=True, samesite="strict", path="/")
+        # Secure when the browser reached the server over HTTPS (a TLS proxy in front: uvicorn reads its
+        # X-Forwarded-Proto from the proxy addresses it trusts); a Secure cookie is never sent over plain HTTP
+        response.set_cookie(app.access.cookie, app.access.session, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https")
         return response
 
     async def login(request: Request) -> Response:
@@ -408,7 +411,7 @@ def routes(app: App) -> list[Any]:
             given, target = str(raw.get("token") or ""), _next(str(raw.get("next") or ""))
         if given is not None:
             if app.access.token_ok(given):
-                return logged_in(target)
+                return logged_in(request, target)
             return render(request, "login.html", {"next": target, "error": "that is not this server's token"}, 401)
         return render(request, "login.html", {"next": target})
 
