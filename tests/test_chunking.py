@@ -648,3 +648,19 @@ def test_chunks_do_not_depend_on_link_hosts(counter: TokenCounter) -> None:
     assert "install guide" in text and "| `port` | TCP port |" in text
     assert "install.html" not in text and "ref.html" not in text
     assert "[kept](https://x.test/in-code)" in text  # code is never rewritten
+
+
+def test_an_empty_heading_merged_with_its_next_sibling_gives_the_chunk_that_siblings_path(
+    chunker: Chunker, counter: TokenCounter
+) -> None:
+    # Doxygen: "Field Documentation" holds nothing but its heading; each member is a sibling h2 after it
+    markdown = (
+        "# SDL_DropEvent Struct Reference\n\n## Field Documentation\n\n## file\n\n`char* SDL_DropEvent::file`\n\n"
+        "The file name, which should be freed with SDL_free().\n"
+    )
+    chunks = chunker.chunk(markdown, title="SDL_DropEvent Struct Reference")
+    check_limits(chunks, counter)
+    assert len(chunks) == 1
+    assert chunks[0].text.startswith("## Field Documentation\n\n## file\n")
+    assert chunks[0].heading == "file"
+    assert chunks[0].embed_text.startswith("SDL_DropEvent Struct Reference\nfile\n\n")

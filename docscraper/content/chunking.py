@@ -422,6 +422,17 @@ def _common_path(paths: Iterable[tuple[str, ...]]) -> tuple[str, ...]:
     return common
 
 
+def _group_path(group: list[_Section]) -> tuple[str, ...]:
+    """The heading path of merged sections: the path they share; else, when only one of them has content
+    beside its heading (Doxygen's empty "Field Documentation" heading before its first member's section),
+    that one's path."""
+    common = _common_path(s.path for s in group)
+    if common:
+        return common
+    filled = [s for s in group if any(b.kind != _HEADING for b in s.blocks)]
+    return filled[0].path if len(filled) == 1 else common
+
+
 def _starts_with(path: tuple[str, ...], prefix: tuple[str, ...]) -> bool:
     return path[: len(prefix)] == prefix
 
@@ -583,7 +594,7 @@ class _Run:
 
         drafts: list[_Draft] = []
         for group in self._merge(sections, title):
-            path = _common_path(s.path for s in group)
+            path = _group_path(group)
             heading = _PATH_SEPARATOR.join(path)
             prefix = self._prefix(title, path)
             prefix_tokens = self._full(prefix)
@@ -639,7 +650,7 @@ class _Run:
     # -- merging -------------------------------------------------------------------------------------
 
     def _estimate(self, group: list[_Section], title: str) -> int:
-        path = _common_path(s.path for s in group)
+        path = _group_path(group)
         return self._full(self._prefix(title, path)) + sum(s.tokens for s in group)
 
     def _merge(self, sections: list[_Section], title: str) -> list[list[_Section]]:
