@@ -16,6 +16,7 @@ HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0
 HEADING_HEAD_RE = re.compile(r"^[\u25c6\u00b6\u00a7\U0001f517]+\s*")
 
 
+
 class Node(etree.ElementBase):
     """An element of a parsed page: lxml's element with the two edits extraction makes to a tree.
 
@@ -98,6 +99,11 @@ def tokens(el: Node, *, with_id: bool = True) -> list[str]:
 
 def collapse_ws(text: str) -> str:
     return " ".join(text.split())
+
+
+def heading_words(text: str) -> str:
+    """A heading's text with white space collapsed and its permalink glyphs, at either end, removed."""
+    return HEADING_HEAD_RE.sub("", HEADING_TAIL_RE.sub("", collapse_ws(text)))
 
 
 def text(el: Node) -> str:

@@ -17,15 +17,14 @@ import html_to_markdown
 from lxml import etree
 
 from docscraper.content.extraction._dom import (
-    HEADING_HEAD_RE,
     HEADING_NAMES,
-    HEADING_TAIL_RE,
     Node,
     attr,
     classes,
     collapse_ws,
     has_ancestor,
     has_descendant,
+    heading_words,
     prepend,
     replace,
     replace_with_text,
@@ -420,7 +419,7 @@ def _finish(markdown: str) -> str:
             fence = fence_open(line)
             heading = _ATX_RE.match(line) if fence is None and line[:1] == "#" else None
             if heading is not None:
-                words = HEADING_HEAD_RE.sub("", HEADING_TAIL_RE.sub("", collapse_ws(heading.group(2))))
+                words = heading_words(heading.group(2))
                 if not words:
                     continue
                 line = f"{heading.group(1)} {words}"

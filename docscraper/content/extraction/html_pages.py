@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from docscraper.content.extraction._dom import HEADING_HEAD_RE, HEADING_TAIL_RE, Node, attr, classes, collapse_ws, text
+from docscraper.content.extraction._dom import Node, attr, classes, collapse_ws, heading_words, text
 from docscraper.content.extraction.chrome import remove_chrome
 from docscraper.content.extraction.converter import INVISIBLE_RE, to_markdown
 from docscraper.content.extraction.links import LinkResolver, safe_url
@@ -122,7 +122,7 @@ def _extract(markup: str, url: str, truncated: str | None) -> Extracted:
     prepare_tables(main)
 
     h1 = next(main.iter("h1"), None)
-    title = HEADING_HEAD_RE.sub("", HEADING_TAIL_RE.sub("", collapse_ws(text(h1)))) if h1 is not None else ""
+    title = heading_words(text(h1)) if h1 is not None else ""
     title = INVISIBLE_RE.sub("", title) or page_title
 
     resolve = LinkResolver(base_url)

@@ -177,6 +177,8 @@ def _is_empty(el: Node) -> bool:
 
 def _heading_cell(row: Node) -> Node | None:
     """The cell of a row that is a section heading of its table (its only cell with content holds a heading)."""
+    if not has_descendant(row, HEADING_NAMES):  # the common case, without reading any cell's text
+        return None
     filled = [c for c in child_elements(row, _CELL_NAMES) if not _is_empty(c)]
     if len(filled) == 1 and has_descendant(filled[0], HEADING_NAMES):
         return filled[0]
@@ -203,15 +205,14 @@ def _as_line(table: Node, cells: list[Node]) -> None:
     replace(table, paragraph)
 
 
-def _split_at_headings(table: Node, rows: list[Node]) -> list[Node]:
+def _split_at_headings(table: Node, rows: list[Node], heading_cells: list[Node | None]) -> list[Node]:
     """Doxygen's member summaries: a table whose section heading rows (``h2.groupheader`` in a spanning cell)
     separate runs of data rows becomes each heading, then the rows below it as a table of their own. The
     new tables are returned, to be prepared in turn."""
     wrapper = table.makeelement("div", {})
     tables: list[Node] = []
     current: Node | None = None
-    for row in rows:
-        cell = _heading_cell(row)
+    for row, cell in zip(rows, heading_cells, strict=True):
         if cell is None:
             if current is None:
                 current = etree.SubElement(wrapper, "table")
@@ -287,9 +288,10 @@ def _prepare(table: Node) -> None:
         rows = [row for row in rows if row.getparent() is not None]
     cells = [c for r in rows for c in child_elements(r, _CELL_NAMES)]
     presentation = attr(table, "role").lower() in ("presentation", "none")
-    headings = [_heading_cell(r) is not None for r in rows]
-    if not presentation and len(cells) > 1 and any(headings) and not all(headings):
-        for new in _split_at_headings(table, rows):
+    heading_cells = [_heading_cell(r) for r in rows]
+    headings = sum(cell is not None for cell in heading_cells)
+    if not presentation and len(cells) > 1 and 0 < headings < len(rows):
+        for new in _split_at_headings(table, rows, heading_cells):
             _prepare(new)
         return
     if not presentation and len(rows) == 1 and len(cells) > 1 and not has_descendant(table, _LINE_BREAKERS):
