@@ -81,6 +81,10 @@ class Site:
     keyword: dict[str, Any] = field(default_factory=dict)  # variant -> LexicalIndex
     outline: tuple[list[str], np.ndarray] | None = None  # page URLs, outline vectors
     searcher_urls: list[list[str]] = field(default_factory=list)
+    position: dict[str, int] = field(default_factory=dict)  # chunk id -> its row
+
+    def __post_init__(self) -> None:
+        self.position = {cid: i for i, cid in enumerate(self.ids)}
 
 
 def load_site(name: str, index: Any, questions_path: Path, embed: Any) -> Site:
@@ -195,8 +199,7 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         total[url] += s
     if w > 0:
         index = keyword_index(site, kw)
-        position = {cid: i for i, cid in enumerate(site.ids)}
-        keyword = [position[cid] for cid, _ in index.top(site.questions[qi].text, POOL)]
+        keyword = [site.position[cid] for cid, _ in index.top(site.questions[qi].text, POOL)]
         if skip is not None:
             keyword = [i for i in keyword if not skip[i]]
         for url, s in rrf_pages(keyword, site.urls, K, decay).items():
@@ -254,8 +257,7 @@ def candidate_features(site: Site, qi: int, embed: Any, K: float = 10) -> tuple[
     sims = site.vectors @ qv
     dense = list(np.argsort(-sims, kind="stable")[:POOL])
     index = keyword_index(site, "text")
-    position = {cid: i for i, cid in enumerate(site.ids)}
-    keyword = [position[cid] for cid, _ in index.top(site.questions[qi].text, POOL)]
+    keyword = [site.position[cid] for cid, _ in index.top(site.questions[qi].text, POOL)]
     dense_rr = rrf_pages(dense, site.urls, K, 0)
     keyword_rr = rrf_pages(keyword, site.urls, K, 0)
     pages = list(dict.fromkeys([site.urls[i] for i in dense] + [site.urls[i] for i in keyword]))
@@ -263,14 +265,10 @@ def candidate_features(site: Site, qi: int, embed: Any, K: float = 10) -> tuple[
     crank = {cpages[p]: r for r, p in enumerate(np.argsort(-(cv @ qv), kind="stable"), 1)}
     opages, ov = outlines(site, embed)
     orank = {opages[p]: r for r, p in enumerate(np.argsort(-(ov @ qv), kind="stable"), 1)}
-    best: dict[str, float] = {}
+    best: dict[str, float] = {}  # the page's first chunk in the vector ranking, else in the keyword ranking
     title: dict[str, str] = {}
-    for i in dense:
+    for i in (*dense, *keyword):
         best.setdefault(site.urls[i], float(sims[i]))
-    for i in keyword:
-        best.setdefault(site.urls[i], float(sims[i]))
-        title.setdefault(site.urls[i], site.titles[i])
-    for i in dense:
         title.setdefault(site.urls[i], site.titles[i])
     words = _words(site.questions[qi].text)
     rows = []
@@ -280,7 +278,9 @@ def candidate_features(site: Site, qi: int, embed: Any, K: float = 10) -> tuple[
             dense_rr.get(url, 0.0), keyword_rr.get(url, 0.0), 1 / (K + crank[url]), 1 / (K + orank[url]),
             float(np.log(site.page_chunks[url])), len(words & tw) / max(1, len(words)), best[url],
         ])
-    order = {site.urls[i]: r for r, i in reversed(list(enumerate(dense)))}
+    order: dict[str, int] = {}
+    for rank, i in enumerate(dense):
+        order.setdefault(site.urls[i], rank)
     return pages, [order.get(u, POOL) for u in pages], np.asarray(rows, dtype=np.float64)
 
 
