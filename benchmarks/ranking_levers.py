@@ -21,15 +21,28 @@ file), the held-out half (2, 4, 6...) and all, per site.
 
 Levers:
 
-* ``K``, ``w``: reciprocal rank fusion's constant and the keyword ranking's weight (10 and 0.5 in search);
+* ``K``, ``w``: reciprocal rank fusion's constant and the keyword ranking's weight (10 and 0.75 in search);
 * ``multi=d``: a page is scored by several of its chunks in each ranking, ranked among chunks, the j-th
-  best adding ``d**j / (K + rank)`` (``d = 0``: its best chunk alone, at its chunk rank; search uses
-  0.3 since 2026-11-24); ``multi=None`` ranks the pages themselves, each by its best chunk, as search did
-  before;
+  best adding ``d**j / (K + rank)`` (``d = 0``: its best chunk alone, at its chunk rank, as search
+  does; 0.3 was tried and dropped on 2026-11-24); ``multi=None`` ranks the pages themselves, each by its best
+  chunk, as search did before;
 * ``kw=title``: the keyword index reads each chunk's page title and heading path before its text
   (``kw=title2``: twice, weighing them more);
 * ``outline=v``: one short outline text per page (title, heading paths in order, the first 300
   characters) embedded and ranked as a third list of pages, weight ``v``.
+
+* ``late=v``: late interaction (ColBERT's MaxSim) with the model's own token vectors
+  (``encode(output_value="token_embeddings")``): the first :data:`LATE_POOL` chunks of the vector and the keyword
+  ranking re-scored by the mean over the question's word pieces of each piece's best cosine similarity among the
+  chunk's, the pages ranked by their best such chunk as one more list, weight ``v``; ``late_idf``: the question's
+  pieces weighted by their idf over the site's chunks; ``late_pages=P``: only the fused ranking's first P pages
+  re-scored, each by its first chunk in each ranking; ``late_kind=static``: context-free piece vectors (the
+  model's input embeddings) on both sides, ``qctx``: the question's contextual vectors against the chunks'
+  context-free ones. ``--late`` lists these variants; ``--token-cache DIR`` keeps the chunks' token vectors
+  between runs.
+
+The shipped fusion is ``K10 w0.75 multi=0 kw=text outline=0 copies=True`` (search leaves out the chunks that copy
+a smaller page, :mod:`docscraper.storage.copies`); ``copies=False`` is the lever that turns that off.
 
 ``--fit`` instead fits a linear fusion of each candidate page's :data:`FEATURES` by coordinate ascent on the
 tuning halves (``--no-set-worse``: taking no step that makes a set's tuning half worse than the shipped
@@ -39,6 +52,7 @@ fusion), and prints the shipped and the fitted fusion on both halves.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import os
 import re
@@ -82,6 +96,10 @@ class Site:
     outline: tuple[list[str], np.ndarray] | None = None  # page URLs, outline vectors
     searcher_urls: list[list[str]] = field(default_factory=list)
     position: dict[str, int] = field(default_factory=dict)  # chunk id -> its row
+    tokens: dict[int, np.ndarray] = field(default_factory=dict)  # chunk row -> its token vectors (late interaction)
+    qtokens: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # question -> vectors, ids
+    idf: np.ndarray | None = None  # word-piece id -> inverse document frequency over the chunks
+    piece_ids: dict[int, np.ndarray] = field(default_factory=dict)  # chunk row -> its distinct word-piece ids
 
     def __post_init__(self) -> None:
         self.position = {cid: i for i, cid in enumerate(self.ids)}
@@ -161,6 +179,98 @@ def centroids(site: Site) -> tuple[list[str], np.ndarray]:
     return site.centroids
 
 
+LATE_POOL = 30  # chunks of each ranking (vector, keyword) re-scored by late interaction
+_LATE_MODEL: list[Any] = []
+
+
+def ids_digest(site: Site) -> str:
+    return hashlib.sha256("\n".join(site.ids).encode()).hexdigest()
+
+
+def late_model() -> Any:
+    """The bundled model, through sentence-transformers' public ``encode(output_value="token_embeddings")``."""
+    if not _LATE_MODEL:
+        from sentence_transformers import SentenceTransformer
+
+        from docscraper.storage.embedding import default_model_path
+
+        _LATE_MODEL.append(SentenceTransformer(default_model_path(), device="cpu", local_files_only=True))
+    return _LATE_MODEL[0]
+
+
+def _token_vectors(texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each text's normalized token vectors and word-piece ids, [CLS] and [SEP] left out."""
+    model = late_model()
+    out = model.encode(texts, output_value="token_embeddings", batch_size=32, convert_to_numpy=False)
+    ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+    result = []
+    for vectors, pieces in zip(out, ids, strict=True):
+        matrix = vectors.float().numpy()[1:-1]
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+        result.append((matrix, np.asarray(pieces[1:-1])))
+    return result
+
+
+_STATIC: list[np.ndarray] = []
+
+
+def static_vectors() -> np.ndarray:
+    """The model's input word-piece embeddings (``get_input_embeddings()``), normalized: context-free token vectors."""
+    if not _STATIC:
+        table = late_model()[0].auto_model.get_input_embeddings().weight.detach().float().numpy().copy()
+        table /= np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-9)
+        _STATIC.append(table)
+    return _STATIC[0]
+
+
+def _pieces(site: Site, rows: list[int]) -> None:
+    missing = [i for i in rows if i not in site.piece_ids]
+    if missing:
+        tokenizer = late_model().tokenizer
+        ids = tokenizer([site.documents[i] for i in missing], truncation=True,
+                        max_length=late_model().max_seq_length)["input_ids"]
+        for i, pieces in zip(missing, ids, strict=True):
+            site.piece_ids[i] = np.unique(np.asarray(pieces[1:-1]))
+
+
+def late_scores(site: Site, qi: int, rows: list[int], idf: bool, kind: str = "token") -> dict[int, float]:
+    """MaxSim (ColBERT's late interaction) of question *qi* against each chunk row, with the model's own token
+    vectors: the mean over the question's word pieces (weighted by their idf with *idf*) of each piece's best
+    cosine similarity among the chunk's pieces. *kind* ``static``: the chunks' pieces by their input (context-free)
+    embeddings, and the question's too; ``qctx``: the question's contextual token vectors against the chunks'
+    context-free ones (nothing to compute or store per chunk)."""
+    rows = list(dict.fromkeys(rows))
+    if kind == "token":
+        missing = [i for i in rows if i not in site.tokens]
+        if missing:
+            for i, (matrix, _) in zip(missing, _token_vectors([site.documents[i] for i in missing]), strict=True):
+                site.tokens[i] = matrix.astype(np.float16)
+    else:
+        _pieces(site, rows)
+    if qi not in site.qtokens:
+        site.qtokens[qi] = _token_vectors([site.questions[qi].text])[0]
+    qmatrix, qids = site.qtokens[qi]
+    if kind == "static":
+        qmatrix = static_vectors()[qids]
+    if idf:
+        if site.idf is None:
+            tokenizer = late_model().tokenizer
+            df = np.zeros(tokenizer.vocab_size + 8, dtype=np.float64)
+            for start in range(0, len(site.documents), 2000):
+                for pieces in tokenizer(site.documents[start:start + 2000], truncation=True,
+                                        max_length=late_model().max_seq_length)["input_ids"]:
+                    df[np.unique(pieces)] += 1
+            site.idf = np.log((len(site.documents) + 1) / (df + 1))
+        weights = site.idf[qids]
+    else:
+        weights = np.ones(len(qids))
+    weights = weights / max(weights.sum(), 1e-9)
+    if kind == "token":
+        return {i: float((site.tokens[i].astype(np.float32) @ qmatrix.T).max(axis=0) @ weights) for i in rows}
+    table = static_vectors()
+    return {i: float((table[site.piece_ids[i]] @ qmatrix.T).max(axis=0) @ weights) for i in rows}
+
+
 def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> dict[str, float]:
     """Each page's score in one chunk ranking. *decay* None: the page's rank among pages (each ranked
     by its best chunk) gives 1 / (K + rank), as :class:`~docscraper.storage.search.Searcher` did before;
@@ -181,7 +291,8 @@ def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> di
 
 def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None, kw: str, outline: float,
                  embed: Any, copies: bool = False, centroid: float = 0, lennorm: float = 0,
-                 rocchio: float = 0) -> list[str]:
+                 rocchio: float = 0, late: float = 0, late_idf: bool = False, late_pages: int = 0,
+                 late_kind: str = "token") -> list[str]:
     qv = site.qvectors[qi]
     sims = site.vectors @ qv
     if rocchio > 0:  # pseudo-relevance feedback: the question moved towards its three nearest chunks
@@ -209,6 +320,14 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         best = np.argsort(-(ov @ qv), kind="stable")[:POOL]
         for rank, p in enumerate(best, 1):
             total[pages[p]] += outline / (K + rank)
+    if late > 0 and not late_pages:  # the pools' first chunks re-scored by late interaction: one more list of pages
+        pool = list(dict.fromkeys(dense[:LATE_POOL] + keyword[:LATE_POOL] if w > 0 else dense[:LATE_POOL]))
+        scores = late_scores(site, qi, pool, late_idf, late_kind)
+        best_late: dict[str, float] = {}
+        for i in pool:
+            best_late[site.urls[i]] = max(best_late.get(site.urls[i], -1.0), scores[i])
+        for rank, url in enumerate(sorted(best_late, key=lambda u: -best_late[u]), 1):
+            total[url] += late / (K + rank)
     if centroid > 0:
         pages, cv = centroids(site)
         best = np.argsort(-(cv @ qv), kind="stable")[:POOL]
@@ -218,6 +337,19 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         centroids(site)
         for url in total:
             total[url] /= site.page_chunks[url] ** lennorm
+    if late > 0 and late_pages:  # only the first *late_pages* pages re-ranked, each by its first chunk in each pool
+        top = sorted(total, key=lambda u: -total[u])[:late_pages]
+        first: dict[str, list[int]] = defaultdict(list)
+        for ranking in (dense, keyword) if w > 0 else (dense,):
+            seen: set[str] = set()
+            for i in ranking:
+                if site.urls[i] in top and site.urls[i] not in seen:
+                    seen.add(site.urls[i])
+                    first[site.urls[i]].append(i)
+        scores = late_scores(site, qi, [i for rows in first.values() for i in rows], late_idf, late_kind)
+        best_late = {url: max(scores[i] for i in rows) for url, rows in first.items()}
+        for rank, url in enumerate(sorted(best_late, key=lambda u: -best_late[u]), 1):
+            total[url] += late / (K + rank)
     # ties: the vector ranking's order
     for rank, i in enumerate(dense):
         order.setdefault(site.urls[i], rank)
@@ -355,6 +487,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --fit: take no step that makes any set's tuning half worse than the shipped fusion")
     parser.add_argument("--levers", action="store_true",
                         help="the shipped fusion and each lever changed alone from it (not the whole grid)")
+    parser.add_argument("--late", action="store_true",
+                        help="with --levers: only the late-interaction variants (and lennorm=0.05) beside the shipped fusion")
+    parser.add_argument("--token-cache", metavar="DIR",
+                        help="keep the chunks' token vectors (late interaction) in DIR between runs (one file per site)")
     args = parser.parse_args(argv)
 
     from docscraper.config import DocscraperConfig
@@ -382,9 +518,15 @@ def main(argv: list[str] | None = None) -> int:
     assert embedder is not None
     for site in sites:
         centroids(site)
+        if args.token_cache:
+            cached = Path(args.token_cache) / f"{site.name}.npz"
+            if cached.exists():
+                with np.load(cached) as saved:
+                    if str(saved["ids"]) == ids_digest(site):  # the same chunks in the same rows
+                        site.tokens = {int(k): saved[k] for k in saved.files if k != "ids"}
 
     if args.fit:
-        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0)
+        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0, copies=True)
         base = [evaluate(s, lambda i, s=s: ranked_pages(s, i, embed=embedder.embed, **shipped)) for s in sites]
         weights, fitted = fit(sites, embedder.embed, no_set_worse=args.no_set_worse)
         print("\nfitted on the tuning halves: " + ", ".join(f"{k}={v:g}" for k, v in weights.items()))
@@ -407,19 +549,28 @@ def main(argv: list[str] | None = None) -> int:
         (10, 30) if not args.quick else (10,), (0.5, 0.75) if not args.quick else (0.5,),
         (None, 0, 0.3, 0.5), ("text", "title", "title2"), (0, 0.5, 1.0))]
     if args.levers:
-        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0)
-        changes: list[dict[str, Any]] = [{}, dict(copies=True), dict(w=0.5), dict(w=1.0), dict(kw="title"),
+        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0, copies=True)
+        changes: list[dict[str, Any]] = [{}, dict(copies=False), dict(w=0.5), dict(w=1.0), dict(kw="title"),
                                          dict(outline=0.5), dict(centroid=0.3), dict(centroid=0.6),
                                          dict(lennorm=0.05), dict(lennorm=0.1), dict(decay=0.3), dict(K=30),
                                          dict(rocchio=0.3), dict(rocchio=0.7),
                                          dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
-                                         dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05),
-                                         dict(copies=True, kw="title"), dict(copies=True, centroid=0.3)]
+                                         dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05)]
+        if args.late:
+            changes = [{}, dict(lennorm=0.05)]
+            for idf in (False, True):
+                changes += [dict(late=v, late_idf=idf) for v in (0.5, 1.0, 2.0, 3.0, 4.0)]
+                changes += [dict(late=v, late_idf=idf, late_pages=10) for v in (1.0, 2.0, 4.0)]
+                changes += [dict(late=2.0, late_idf=idf, lennorm=0.05)]
+                changes += [dict(late=v, late_idf=idf, late_kind=kind) for kind in ("static", "qctx")
+                            for v in (1.0, 2.0)]
         grid = [{**shipped, **change} for change in changes]
     for params in grid:
         label = (f"K{params['K']} w{params['w']} multi={params['decay']} kw={params['kw']} "
                  f"outline={params['outline']}" + "".join(f" {name}={params[name]}" for name in
-                                                         ("copies", "centroid", "lennorm", "rocchio") if name in params))
+                                                         ("copies", "centroid", "lennorm", "rocchio", "late", "late_idf",
+                                                          "late_pages", "late_kind")
+                                                         if name in params))
         variants.append((label, params))
 
     header = "".join(f"{s.name:^36}" for s in sites)
@@ -446,6 +597,12 @@ def main(argv: list[str] | None = None) -> int:
     for site, r in zip(sites, best[1], strict=True):
         print(f"  {site.name}: held-out {figures(r['held'])}  ({base[0]}: {figures(base[1][sites.index(site)]['held'])})")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    if args.token_cache:
+        Path(args.token_cache).mkdir(parents=True, exist_ok=True)
+        for site in sites:
+            if site.tokens:
+                np.savez(Path(args.token_cache) / f"{site.name}.npz", ids=np.asarray(ids_digest(site)),
+                         **{str(k): v for k, v in site.tokens.items()})
     embedder.close()
     return 0
 

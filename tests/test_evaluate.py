@@ -252,6 +252,8 @@ def test_a_json_array_gives_each_question_its_line(tmp_path: Path) -> None:
     ("benchmarks/doxygen_docs_questions.json", 32, 0),
     ("benchmarks/rustdoc_docs_questions.json", 32, 0),
     ("benchmarks/texinfo_docs_questions.json", 32, 0),
+    ("benchmarks/node_docs_questions.json", 32, 0),
+    ("benchmarks/git_docs_questions.json", 32, 0),
 ])
 def test_the_shipped_question_sets_load(path: str, count: int, unscored: int) -> None:
     questions = load_questions(ROOT / path)
