@@ -329,6 +329,22 @@ def test_a_data_table_keeps_its_rows_when_a_cell_holds_a_short_block() -> None:
     ) in markdown
 
 
+def test_a_definition_in_a_table_cell_is_a_code_span_by_the_same_rule_as_outside_tables() -> None:
+    # Texinfo 7 (@deffn: a "def" class on the list) and Sphinx before 4.0 (no "sig" class, a "descname" inside);
+    # a term that is no definition stays bold
+    page = _page(
+        """<h1>Builtins</h1><table><thead><tr><th>Macro</th><th>Since</th></tr></thead><tbody>
+<tr><td><dl class="first-deffn def-block"><dt class="deffn" id="index-define"><span class="category-def">Builtin: </span><strong class="def-name">define</strong> <var class="def-var-arguments">(name)</var></dt><dd></dd></dl></td><td>1.0</td></tr>
+<tr><td><dl class="function"><dt id="os.getcwd"><code class="descname">getcwd</code>()</dt><dd></dd></dl></td><td>2.0</td></tr>
+<tr><td><dl><dt>plain term</dt><dd>its text</dd></dl></td><td>3.0</td></tr></tbody></table>""",
+        "Builtins",
+    )
+    markdown = extract_html(page, URL).markdown
+    assert "| `Builtin: define (name)` | 1.0 |\n" in markdown
+    assert "| `getcwd()` | 2.0 |\n" in markdown
+    assert "| **plain term** its text | 3.0 |" in markdown
+
+
 def test_a_table_whose_cell_holds_a_long_block_is_still_written_as_blocks() -> None:
     code = "\n".join(f"line_{i} = {i}" for i in range(5))
     page = _page(

@@ -34,7 +34,7 @@ from docscraper.content.extraction._dom import (
 from docscraper.content.extraction.code import code_language, code_text
 from docscraper.content.extraction.links import LinkResolver
 from docscraper.content.extraction.normalize import normalize_markdown
-from docscraper.content.extraction.structure import LINENO_TOKENS
+from docscraper.content.extraction.structure import LINENO_TOKENS, is_signature
 from docscraper.content.images import image_alt, image_source
 from docscraper.content.markdown import closes_fence, fence_open
 
@@ -62,8 +62,6 @@ _OPTIONS = html_to_markdown.ConversionOptions(
 
 #: Elements whose content is one line in Markdown: images there are their alt text, code a span.
 _INLINE_CONTEXT = HEADING_NAMES | {"td", "th"}
-_SIGNATURE_TOKENS = frozenset({"sig", "sig-object"})
-_SIGNATURE_NAME_TOKENS = frozenset({"descname", "sig-name", "category", "def-name"})
 _BOLD_PARAGRAPH_TOKENS = frozenset({"admonition-title", "rubric", "topic-title", "sidebar-title"})
 #: Class tokens of admonitions (DocBook, Sphinx and MkDocs name the kind); the kind alone marks one
 #: only with a title element (a plain ``div.note`` is no admonition).
@@ -72,7 +70,6 @@ _ADMONITION_KINDS = frozenset(
     {"note", "tip", "hint", "warning", "caution", "important", "danger", "attention", "error", "seealso", "todo"}
 )
 _TITLE_TOKENS = frozenset({"admonition-title", "title", "admonitionheading", "admonition-heading"})
-_DEF_TOKEN_RE = re.compile(r"^(?:first-)?def[a-z]+$")
 _BLOCKS = ("details", "figure", "main", "header", "footer", "aside", "nav", "center", "fieldset", "dl", "dd")
 _UNQUOTED_BLOCKS = ("pre", "table", "dl")
 _EDGE_RULES_RE = re.compile(r"\A(?:\s*---[ \t]*\n)+|(?:\n[ \t]*---)+\s*\Z")
@@ -109,19 +106,6 @@ def _wrap_children(el: Node, name: str) -> None:
     for child in list(el):
         wrapper.append(child)  # an element moves with its tail
     el.append(wrapper)
-
-
-def _is_signature(dt: Node) -> bool:
-    """Whether a ``<dt>`` is an API signature (Sphinx domains, Texinfo ``@deffn``)."""
-    found = tokens(dt)
-    if set(found) & _SIGNATURE_TOKENS or any(_DEF_TOKEN_RE.match(t) for t in found):
-        return True
-    parent = dt.getparent()
-    if parent is not None and any(_DEF_TOKEN_RE.match(t) for t in tokens(parent)):
-        return True
-    # Sphinx before 4.0 had no "sig" class but named the object "descname"; Texinfo 6 starts the
-    # entry with its category ("Function:").
-    return dt.get("id") is not None and any(set(tokens(node)) & _SIGNATURE_NAME_TOKENS for node in dt.iterdescendants())
 
 
 def _rewrite_fragments(root: Node) -> None:
@@ -188,7 +172,7 @@ def _rewrite_code(root: Node) -> None:
 
 def _rewrite_definitions(root: Node) -> None:
     for dt in list(root.iter("dt")):
-        if _is_signature(dt):
+        if is_signature(dt):
             words = collapse_ws(text(dt))
             if not words:
                 dt.drop_tree()

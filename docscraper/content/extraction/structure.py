@@ -31,6 +31,7 @@ __all__ = [
     "LINENO_TOKENS",
     "MAX_DEPTH",
     "flatten_deep",
+    "is_signature",
     "label_tab_panels",
     "objects_to_images",
     "prepare_tables",
@@ -228,6 +229,24 @@ def _split_at_headings(table: Node, rows: list[Node], heading_cells: list[Node |
     return tables
 
 
+_SIGNATURE_TOKENS = frozenset({"sig", "sig-object"})
+_SIGNATURE_NAME_TOKENS = frozenset({"descname", "sig-name", "category", "def-name"})
+_DEF_TOKEN_RE = re.compile(r"^(?:first-)?def[a-z]+$")
+
+
+def is_signature(dt: Node) -> bool:
+    """Whether a ``<dt>`` is an API signature (Sphinx domains, Texinfo ``@deffn``)."""
+    found = tokens(dt)
+    if set(found) & _SIGNATURE_TOKENS or any(_DEF_TOKEN_RE.match(t) for t in found):
+        return True
+    parent = dt.getparent()
+    if parent is not None and any(_DEF_TOKEN_RE.match(t) for t in tokens(parent)):
+        return True
+    # Sphinx before 4.0 had no "sig" class but named the object "descname"; Texinfo 6 starts the
+    # entry with its category ("Function:").
+    return dt.get("id") is not None and any(set(tokens(node)) & _SIGNATURE_NAME_TOKENS for node in dt.iterdescendants())
+
+
 def _inline_blocks(cells: list[Node]) -> bool:
     """Write the short blocks in data cells as one line each; False (nothing changed) if one is too long."""
     blocks = [b for cell in cells for b in cell.iterdescendants(*_INLINE_BLOCKS)]
@@ -246,8 +265,8 @@ def _inline_blocks(cells: list[Node]) -> bool:
             block.tag = "span"
     for cell in cells:
         for dt in list(cell.iterdescendants("dt")):
-            # a Sphinx object description (decimal's constants table) is a name: a code span
-            signature = "sig" in tokens(dt, with_id=False)
+            # an object description (decimal's constants table, a Texinfo definition) is a name: a code span
+            signature = is_signature(dt)
             dt.tag = "code" if signature else "strong"
             if signature:
                 dt.text = HEADING_TAIL_RE.sub("", collapse_ws(text(dt)))
