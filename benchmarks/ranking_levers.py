@@ -39,7 +39,9 @@ Levers:
   re-scored, each by its first chunk in each ranking; ``late_kind=static``: context-free piece vectors (the
   model's input embeddings) on both sides, ``qctx``: the question's contextual vectors against the chunks'
   context-free ones. ``--late`` lists these variants; ``--token-cache DIR`` keeps the chunks' token vectors
-  between runs.
+  between runs;
+* ``kwlennorm=a``: a page's keyword score (only) divided by its chunk count to the power ``a``; ``--kwlen``
+  lists these variants.
 
 The shipped fusion is ``K10 w0.75 multi=0 kw=text outline=0 copies=True`` (search leaves out the chunks that copy
 a smaller page, :mod:`docscraper.storage.copies`); ``copies=False`` is the lever that turns that off.
@@ -292,7 +294,7 @@ def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> di
 def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None, kw: str, outline: float,
                  embed: Any, copies: bool = False, centroid: float = 0, lennorm: float = 0,
                  rocchio: float = 0, late: float = 0, late_idf: bool = False, late_pages: int = 0,
-                 late_kind: str = "token") -> list[str]:
+                 late_kind: str = "token", kwlennorm: float = 0) -> list[str]:
     qv = site.qvectors[qi]
     sims = site.vectors @ qv
     if rocchio > 0:  # pseudo-relevance feedback: the question moved towards its three nearest chunks
@@ -314,7 +316,7 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         if skip is not None:
             keyword = [i for i in keyword if not skip[i]]
         for url, s in rrf_pages(keyword, site.urls, K, decay).items():
-            total[url] += w * s
+            total[url] += w * s / site.page_chunks[url] ** kwlennorm  # page_chunks: filled by centroids()
     if outline > 0:
         pages, ov = outlines(site, embed)
         best = np.argsort(-(ov @ qv), kind="stable")[:POOL]
@@ -489,6 +491,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the shipped fusion and each lever changed alone from it (not the whole grid)")
     parser.add_argument("--late", action="store_true",
                         help="with --levers: only the late-interaction variants (and lennorm=0.05) beside the shipped fusion")
+    parser.add_argument("--kwlen", action="store_true",
+                        help="with --levers: only the keyword ranking's length normalization (kwlennorm) beside the shipped fusion")
     parser.add_argument("--token-cache", metavar="DIR",
                         help="keep the chunks' token vectors (late interaction) in DIR between runs (one file per site)")
     args = parser.parse_args(argv)
@@ -556,6 +560,9 @@ def main(argv: list[str] | None = None) -> int:
                                          dict(rocchio=0.3), dict(rocchio=0.7),
                                          dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
                                          dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05)]
+        if args.kwlen:
+            changes = [{}, dict(lennorm=0.05)] + [dict(kwlennorm=a) for a in (0.1, 0.2, 0.3, 0.5)] + [
+                dict(kwlennorm=0.2, w=1.0), dict(kwlennorm=0.3, w=1.0), dict(kwlennorm=0.5, w=1.5)]
         if args.late:
             changes = [{}, dict(lennorm=0.05)]
             for idf in (False, True):
@@ -569,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         label = (f"K{params['K']} w{params['w']} multi={params['decay']} kw={params['kw']} "
                  f"outline={params['outline']}" + "".join(f" {name}={params[name]}" for name in
                                                          ("copies", "centroid", "lennorm", "rocchio", "late", "late_idf",
-                                                          "late_pages", "late_kind")
+                                                          "late_pages", "late_kind", "kwlennorm")
                                                          if name in params))
         variants.append((label, params))
 
