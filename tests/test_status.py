@@ -13,7 +13,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -23,10 +23,10 @@ from scrapy.settings import Settings
 
 from docscraper.config import ConfigError, DocscraperConfig
 from docscraper.crawl.ledger import RECENT_OUTCOMES, MemoryLedger, summarize
-from docscraper.crawl.progress import RateMeter, build_progress, format_duration, format_progress_line
+from docscraper.crawl.progress import RateMeter, build_progress, format_duration, format_progress_line, format_time
 from docscraper.ops.status import RunStatus, crawl_status, describe, pid_alive, run_state
 from docscraper.storage.runs import process_start, this_process
-from docscraper.storage.state import RunRecord, SqlStateStore, utcnow
+from docscraper.storage.state import RunRecord, SqlStateStore, iso_utc, utcnow
 from tests.conftest import ROOT, Crawl
 from tests.mockserver import DocsServer
 
@@ -162,6 +162,17 @@ def test_format_progress_line() -> None:
     short = format_progress_line(progress, width=30)
     assert len(short) == 30 and short.endswith("...")
     assert [format_duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
+
+
+def test_times_are_written_in_utc_one_way_for_json_and_one_for_people() -> None:
+    paris = timezone(timedelta(hours=1))
+    aware = datetime(2026, 11, 27, 5, 0, 7, 250000, tzinfo=paris)
+    naive = datetime(2026, 11, 27, 4, 0, 7)  # the state database's times are UTC
+    assert iso_utc(aware) == "2026-11-27T04:00:07.250000Z"
+    assert iso_utc(naive) == "2026-11-27T04:00:07Z"
+    assert iso_utc(None) is None
+    assert format_time(aware) == format_time(naive) == format_time("2026-11-27T04:00:07Z") == "2026-11-27 04:00:07Z"
+    assert format_time(None) == format_time("") == "-"
 
 
 # -- dead-run detection ---------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import UsageError
 
 from docscraper.config import ConfigError
+from docscraper.crawl.progress import format_time
 from docscraper.ops.cli import ToolCommand
 
 if TYPE_CHECKING:
@@ -24,18 +25,14 @@ if TYPE_CHECKING:
 
 def recrawl_line(name: str, state: dict[str, Any]) -> str:
     """A scheduled source's line: its schedule and next run, and a missed run or a failed last run in capitals."""
-    line = f"{name}  scheduled {state['schedule']}: next run {_when(state['next_run'])}"
+    line = f"{name}  scheduled {state['schedule']}: next run {format_time(state['next_run'])}"
     if state.get("running"):
         line += ", a crawl of it is running"
     if state.get("missed"):
-        line += f"; MISSED: due since {_when(state['next_run'])} and not started (is `scrapy serve` running?)"
+        line += f"; MISSED: due since {format_time(state['next_run'])} and not started (is `scrapy serve` running?)"
     if state.get("failed"):
         line += f"; last run FAILED ({state.get('last_result')})"
     return line
-
-
-def _when(value: str | None) -> str:
-    return "-" if not value else value.replace("T", " ")[:19] + "Z"
 
 
 class Command(ToolCommand):

@@ -20,6 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from docscraper.crawl.resources import CrawlResources
 
 __all__ = ["RECENT_WINDOW", "Heartbeat", "ProgressLine", "ProgressRecorder", "RateMeter", "build_progress",
-           "format_duration", "format_progress_line", "queued_requests"]
+           "format_duration", "format_progress_line", "format_time", "queued_requests"]
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +160,15 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def format_time(value: datetime | str | None) -> str:
+    """``2026-11-27 04:00:07Z``: a time (or an ISO 8601 text of one in UTC, as :func:`~docscraper.storage.state.iso_utc`
+    writes it) to the second; ``-`` for none."""
+    if not value:
+        return "-"
+    text = iso_utc(value) if isinstance(value, datetime) else str(value)
+    return text.replace("T", " ")[:19] + "Z"
 
 
 def format_progress_line(progress: Mapping[str, Any], width: int | None = None) -> str:

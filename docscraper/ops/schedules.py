@@ -52,12 +52,8 @@ class ScheduledSource:
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "schedule": self.schedule,
-                "last_start": _iso(self.last_start), "next_run": _iso(self.next_run), "due": self.due,
+                "last_start": iso_utc(self.last_start), "next_run": iso_utc(self.next_run), "due": self.due,
                 "running": self.running, "last_result": self.last_result}
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z") if value is not None else None
 
 
 def due_crawls(config: DocscraperConfig, now: datetime | None = None, *, jitter: float = 0.1) -> list[ScheduledSource]:

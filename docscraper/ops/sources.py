@@ -25,7 +25,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
@@ -60,6 +59,7 @@ from docscraper.storage.state import (
     StateError,
     StateStore,
     database_exists,
+    iso_utc,
     utcnow,
 )
 from docscraper.urls import normalize_url
@@ -285,17 +285,13 @@ def _holding(store: StateStore, config: DocscraperConfig, source: SourceRecord, 
         raise SourceError(str(exc)) from None
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
-
-
 def _run_dict(run: RunRecord | None) -> dict[str, Any] | None:
     if run is None:
         return None
     return {
         "run_id": run.run_id,
-        "started_at": _iso(run.started_at),
-        "finished_at": _iso(run.finished_at),
+        "started_at": iso_utc(run.started_at),
+        "finished_at": iso_utc(run.finished_at),
         "result": run.result,
         "close_reason": run.close_reason,
         "report_path": run.report_path,
@@ -790,7 +786,7 @@ def _schedule_scope(schedule: str | None) -> dict[str, Any]:
         raise SourceArgumentError(str(exc)) from None
     if parsed is None:
         return {}
-    return {"schedule": parsed.text, "schedule_since": _iso(utcnow())}
+    return {"schedule": parsed.text, "schedule_since": iso_utc(utcnow())}
 
 
 def _library_scope(url: str, library: str | None, version: str | None, latest: bool) -> dict[str, Any]:

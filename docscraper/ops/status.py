@@ -21,22 +21,18 @@ from datetime import datetime
 from typing import Any
 
 from docscraper.config import DocscraperConfig
-from docscraper.crawl.progress import format_duration
+from docscraper.crawl.progress import format_duration, format_time
 from docscraper.crawl.schedule import RevisitPolicy, schedule_view
 from docscraper.ops.sources import page_types
 from docscraper.storage.backends import open_state_store
 from docscraper.storage.runs import MIN_STALE_SECONDS, State, pid_alive, run_state, stale_after
-from docscraper.storage.state import RunState, schema_revision, utcnow
+from docscraper.storage.state import RunState, iso_utc, schema_revision, utcnow
 
 __all__ = ["MIN_STALE_SECONDS", "RunStatus", "crawl_status", "describe", "pid_alive", "run_state", "schedule_text",
            "stale_after"]
 
 logger = logging.getLogger(__name__)
 
-
-
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True)
@@ -72,9 +68,9 @@ class RunStatus:
             "source": self.source,
             "run_id": self.run_id,
             "state": self.state,
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(self.finished_at),
-            "heartbeat_at": _iso(self.heartbeat_at),
+            "started_at": iso_utc(self.started_at),
+            "finished_at": iso_utc(self.finished_at),
+            "heartbeat_at": iso_utc(self.heartbeat_at),
             "elapsed_s": self.elapsed_s,
             "progress": self.progress,
             "result": self.result,
@@ -155,18 +151,14 @@ def crawl_status(config: DocscraperConfig, name: str | None = None) -> list[RunS
     return statuses
 
 
-def _when(value: datetime | None) -> str:
-    return "-" if value is None else f"{value:%Y-%m-%d %H:%M:%S}Z"
-
-
 def describe(status: RunStatus, *, recent: int = 3) -> list[str]:
     """Human lines for one run: a headline, its counts, and (unless finished) its latest failures."""
-    head = [status.source, status.state.upper(), f"run {status.run_id}", f"started {_when(status.started_at)}",
+    head = [status.source, status.state.upper(), f"run {status.run_id}", f"started {format_time(status.started_at)}",
             format_duration(status.elapsed_s)]
     if status.state == "finished":
         head.append(f"result {status.result or '-'} (close reason {status.close_reason or '-'})")
     elif status.state == "died":
-        head.append(f"no heartbeat since {_when(status.heartbeat_at)} (host {status.host or '?'}, pid {status.pid})")
+        head.append(f"no heartbeat since {format_time(status.heartbeat_at)} (host {status.host or '?'}, pid {status.pid})")
     else:
         head.append(f"host {status.host or '?'}, pid {status.pid}")
         if status.progress.get("stopping"):

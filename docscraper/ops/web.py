@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 from docscraper import __version__
 from docscraper.config import ConfigError, DocscraperConfig
-from docscraper.crawl.progress import format_duration
+from docscraper.crawl.progress import format_duration, format_time
 from docscraper.ops import dashboard
 from docscraper.ops.launch import start_crawl
 from docscraper.ops.mcp_server import DocsTools
@@ -102,7 +102,7 @@ def templates() -> Any:
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True,
                              )
-    env.filters["when"] = _when
+    env.filters["when"] = format_time
     env.filters["size"] = _size
     env.filters["duration"] = _duration
     env.filters["href"] = _href
@@ -113,10 +113,6 @@ def _href(value: Any) -> str:
     """A link target the page may hold: an http(s) or file URL; anything else (``javascript:``...) becomes ``#``."""
     text = str(value or "")
     return text if text.split(":", 1)[0].lower() in ("http", "https", "file") and ":" in text else "#"
-
-
-def _when(value: Any) -> str:
-    return "-" if not value else str(value).replace("T", " ")[:19] + "Z"
 
 
 def _size(value: Any) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
 from sqlalchemy import Engine, and_, bindparam, create_engine, delete, event, func, inspect, null, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -76,9 +76,18 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def iso_utc(value: datetime) -> str:
-    """An aware UTC time as the reports and the status write it: ISO 8601 with ``Z``."""
-    return value.isoformat().replace("+00:00", "Z")
+@overload
+def iso_utc(value: datetime) -> str: ...
+@overload
+def iso_utc(value: None) -> None: ...
+@overload
+def iso_utc(value: datetime | None) -> str | None: ...
+def iso_utc(value: datetime | None) -> str | None:
+    """A time as the reports, the status and the JSON outputs write it: ISO 8601 in UTC with ``Z`` (a naive
+    time is UTC, as the state database stores them); None stays None."""
+    if value is None:
+        return None
+    return (_aware(value) or value).astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _aware(value: datetime | None) -> datetime | None:
