@@ -41,7 +41,9 @@ Levers:
   context-free ones. ``--late`` lists these variants; ``--token-cache DIR`` keeps the chunks' token vectors
   between runs;
 * ``kwlennorm=a``: a page's keyword score (only) divided by its chunk count to the power ``a``; ``--kwlen``
-  lists these variants.
+  lists these variants;
+* ``wcode=c``: the keyword weight ``c`` for a question that names code (:data:`CODE_RE`), ``w`` for the others;
+  ``--wcode`` lists these variants.
 
 The shipped fusion is ``K10 w0.75 multi=0 kw=text outline=0 copies=True`` (search leaves out the chunks that copy
 a smaller page, :mod:`docscraper.storage.copies`); ``copies=False`` is the lever that turns that off.
@@ -181,6 +183,8 @@ def centroids(site: Site) -> tuple[list[str], np.ndarray]:
     return site.centroids
 
 
+#: A question that names code: a dotted name, a call, an option, snake_case or camelCase, a path.
+CODE_RE = re.compile(r"\w\.\w|\w\(|(?:^|\s)--?\w|\w_\w|[a-z][A-Z]|\w/\w")
 LATE_POOL = 30  # chunks of each ranking (vector, keyword) re-scored by late interaction
 _LATE_MODEL: list[Any] = []
 
@@ -294,7 +298,9 @@ def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> di
 def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None, kw: str, outline: float,
                  embed: Any, copies: bool = False, centroid: float = 0, lennorm: float = 0,
                  rocchio: float = 0, late: float = 0, late_idf: bool = False, late_pages: int = 0,
-                 late_kind: str = "token", kwlennorm: float = 0) -> list[str]:
+                 late_kind: str = "token", kwlennorm: float = 0, wcode: float | None = None) -> list[str]:
+    if wcode is not None and CODE_RE.search(site.questions[qi].text):
+        w = wcode  # a question that names code (a dotted name, a call, an option) leans on the keywords
     qv = site.qvectors[qi]
     sims = site.vectors @ qv
     if rocchio > 0:  # pseudo-relevance feedback: the question moved towards its three nearest chunks
@@ -491,6 +497,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the shipped fusion and each lever changed alone from it (not the whole grid)")
     parser.add_argument("--late", action="store_true",
                         help="with --levers: only the late-interaction variants (and lennorm=0.05) beside the shipped fusion")
+    parser.add_argument("--wcode", action="store_true",
+                        help="with --levers: only the keyword weight chosen by whether the question names code (wcode)")
     parser.add_argument("--kwlen", action="store_true",
                         help="with --levers: only the keyword ranking's length normalization (kwlennorm) beside the shipped fusion")
     parser.add_argument("--token-cache", metavar="DIR",
@@ -560,6 +568,8 @@ def main(argv: list[str] | None = None) -> int:
                                          dict(rocchio=0.3), dict(rocchio=0.7),
                                          dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
                                          dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05)]
+        if args.wcode:
+            changes = [{}] + [dict(w=w, wcode=c) for w in (0.5, 0.6) for c in (0.75, 1.0)] + [dict(wcode=1.0)]
         if args.kwlen:
             changes = [{}, dict(lennorm=0.05)] + [dict(kwlennorm=a) for a in (0.1, 0.2, 0.3, 0.5)] + [
                 dict(kwlennorm=0.2, w=1.0), dict(kwlennorm=0.3, w=1.0), dict(kwlennorm=0.5, w=1.5)]
@@ -576,7 +586,8 @@ def main(argv: list[str] | None = None) -> int:
         label = (f"K{params['K']} w{params['w']} multi={params['decay']} kw={params['kw']} "
                  f"outline={params['outline']}" + "".join(f" {name}={params[name]}" for name in
                                                          ("copies", "centroid", "lennorm", "rocchio", "late", "late_idf",
-                                                          "late_pages", "late_kind", "kwlennorm")
+                                                          "late_pages", "late_kind", "kwlennorm",
+                                                          "wcode")
                                                          if name in params))
         variants.append((label, params))
 
