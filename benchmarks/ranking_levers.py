@@ -38,8 +38,9 @@ Levers:
   pieces weighted by their idf over the site's chunks; ``late_pages=P``: only the fused ranking's first P pages
   re-scored, each by its first chunk in each ranking; ``late_kind=static``: context-free piece vectors (the
   model's input embeddings) on both sides, ``qctx``: the question's contextual vectors against the chunks'
-  context-free ones. ``--late`` lists these variants; ``--token-cache DIR`` keeps the chunks' token vectors
-  between runs;
+  context-free ones; ``late_kind=pca64`` (``pca128``, ``pca32``): the token vectors projected on their first
+  principal directions and rounded to int8, as an index could keep them. ``--late`` and ``--late-pca`` list these
+  variants; ``--token-cache DIR`` keeps the chunks' token vectors between runs;
 * ``kwlennorm=a``: a page's keyword score (only) divided by its chunk count to the power ``a``; ``--kwlen``
   lists these variants;
 * ``wcode=c``: the keyword weight ``c`` for a question that names code (:data:`CODE_RE`), ``w`` for the others;
@@ -104,6 +105,7 @@ class Site:
     qtokens: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # question -> vectors, ids
     idf: np.ndarray | None = None  # word-piece id -> inverse document frequency over the chunks
     piece_ids: dict[int, np.ndarray] = field(default_factory=dict)  # chunk row -> its distinct word-piece ids
+    pca: dict[int, np.ndarray] = field(default_factory=dict)  # dimensions -> principal directions of token vectors
 
     def __post_init__(self) -> None:
         self.position = {cid: i for i, cid in enumerate(self.ids)}
@@ -239,6 +241,23 @@ def _pieces(site: Site, rows: list[int]) -> None:
             site.piece_ids[i] = np.unique(np.asarray(pieces[1:-1]))
 
 
+def pca_basis(site: Site, dims: int) -> np.ndarray:
+    """The first *dims* principal directions of the site's token vectors (a sample of 500 chunks' worth)."""
+    if dims not in site.pca:
+        rows = sorted(site.tokens)[:: max(1, len(site.tokens) // 500)]
+        sample = np.vstack([site.tokens[i].astype(np.float32) for i in rows])
+        _, _, vt = np.linalg.svd(sample - sample.mean(axis=0), full_matrices=False)
+        site.pca[dims] = vt[:dims].T.copy()
+    return site.pca[dims]
+
+
+def _int8(matrix: np.ndarray) -> np.ndarray:
+    """*matrix*'s rows normalized, then rounded to int8 steps (one scale per row) and read back."""
+    matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-9)
+    scale = np.maximum(np.abs(matrix).max(axis=1, keepdims=True), 1e-9) / 127
+    return np.round(matrix / scale) * scale
+
+
 def late_scores(site: Site, qi: int, rows: list[int], idf: bool, kind: str = "token") -> dict[int, float]:
     """MaxSim (ColBERT's late interaction) of question *qi* against each chunk row, with the model's own token
     vectors: the mean over the question's word pieces (weighted by their idf with *idf*) of each piece's best
@@ -273,6 +292,12 @@ def late_scores(site: Site, qi: int, rows: list[int], idf: bool, kind: str = "to
     weights = weights / max(weights.sum(), 1e-9)
     if kind == "token":
         return {i: float((site.tokens[i].astype(np.float32) @ qmatrix.T).max(axis=0) @ weights) for i in rows}
+    if kind.startswith("pca"):  # what an index could keep: the token vectors projected, renormalized, in int8
+        basis = pca_basis(site, int(kind[3:]))
+        qp = qmatrix @ basis
+        qp /= np.maximum(np.linalg.norm(qp, axis=1, keepdims=True), 1e-9)
+        return {i: float((_int8(site.tokens[i].astype(np.float32) @ basis) @ qp.T).max(axis=0) @ weights)
+                for i in rows}
     table = static_vectors()
     return {i: float((table[site.piece_ids[i]] @ qmatrix.T).max(axis=0) @ weights) for i in rows}
 
@@ -497,6 +522,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the shipped fusion and each lever changed alone from it (not the whole grid)")
     parser.add_argument("--late", action="store_true",
                         help="with --levers: only the late-interaction variants (and lennorm=0.05) beside the shipped fusion")
+    parser.add_argument("--late-pca", action="store_true",
+                        help="with --levers: late interaction (weight 2, idf) with token vectors projected to 128, 64, "
+                             "32 dimensions in int8, as an index could keep them (needs --token-cache filled)")
     parser.add_argument("--wcode", action="store_true",
                         help="with --levers: only the keyword weight chosen by whether the question names code (wcode)")
     parser.add_argument("--kwlen", action="store_true",
@@ -568,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
                                          dict(rocchio=0.3), dict(rocchio=0.7),
                                          dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
                                          dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05)]
+        if args.late_pca:
+            changes = [{}] + [dict(late=2.0, late_idf=True, late_kind=k) for k in ("token", "pca128", "pca64", "pca32")]
         if args.wcode:
             changes = [{}] + [dict(w=w, wcode=c) for w in (0.5, 0.6) for c in (0.75, 1.0)] + [dict(wcode=1.0)]
         if args.kwlen:
