@@ -57,6 +57,7 @@ fusion), and prints the shipped and the fitted fusion on both halves.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import os
@@ -188,22 +189,20 @@ def centroids(site: Site) -> tuple[list[str], np.ndarray]:
 #: A question that names code: a dotted name, a call, an option, snake_case or camelCase, a path.
 CODE_RE = re.compile(r"\w\.\w|\w\(|(?:^|\s)--?\w|\w_\w|[a-z][A-Z]|\w/\w")
 LATE_POOL = 30  # chunks of each ranking (vector, keyword) re-scored by late interaction
-_LATE_MODEL: list[Any] = []
 
 
 def ids_digest(site: Site) -> str:
     return hashlib.sha256("\n".join(site.ids).encode()).hexdigest()
 
 
+@functools.cache
 def late_model() -> Any:
     """The bundled model, through sentence-transformers' public ``encode(output_value="token_embeddings")``."""
-    if not _LATE_MODEL:
-        from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer
 
-        from docscraper.storage.embedding import default_model_path
+    from docscraper.storage.embedding import default_model_path
 
-        _LATE_MODEL.append(SentenceTransformer(default_model_path(), device="cpu", local_files_only=True))
-    return _LATE_MODEL[0]
+    return SentenceTransformer(default_model_path(), device="cpu", local_files_only=True)
 
 
 def _token_vectors(texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -219,16 +218,12 @@ def _token_vectors(texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     return result
 
 
-_STATIC: list[np.ndarray] = []
-
-
+@functools.cache
 def static_vectors() -> np.ndarray:
     """The model's input word-piece embeddings (``get_input_embeddings()``), normalized: context-free token vectors."""
-    if not _STATIC:
-        table = late_model()[0].auto_model.get_input_embeddings().weight.detach().float().numpy().copy()
-        table /= np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-9)
-        _STATIC.append(table)
-    return _STATIC[0]
+    table = late_model()[0].auto_model.get_input_embeddings().weight.detach().float().numpy().copy()
+    table /= np.maximum(np.linalg.norm(table, axis=1, keepdims=True), 1e-9)
+    return table
 
 
 def _pieces(site: Site, rows: list[int]) -> None:
