@@ -500,6 +500,36 @@ def evaluate(site: Site, pages_of: Any) -> dict[str, Evaluation]:
     return {name: score(qs, search, root_of, k=DEPTH) for name, qs in halves.items()}
 
 
+#: The fusion search ships (``docscraper.storage.search``), as :func:`ranked_pages` arguments.
+SHIPPED: dict[str, Any] = dict(K=10, w=0.75, decay=0, kw="text", outline=0, copies=True)
+#: ``--levers``: each lever changed alone (or two together) from :data:`SHIPPED`.
+LEVERS: list[dict[str, Any]] = [
+    {}, dict(copies=False), dict(w=0.5), dict(w=1.0), dict(kw="title"), dict(outline=0.5), dict(centroid=0.3),
+    dict(centroid=0.6), dict(lennorm=0.05), dict(lennorm=0.1), dict(decay=0.3), dict(K=30), dict(rocchio=0.3),
+    dict(rocchio=0.7), dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
+    dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05),
+]
+#: ``--levers --NAME``: another list of changes instead of :data:`LEVERS`, with what it is for.
+LEVER_SETS: dict[str, tuple[str, list[dict[str, Any]]]] = {
+    "late": ("only the late-interaction variants (and lennorm=0.05) beside the shipped fusion", [
+        {}, dict(lennorm=0.05), *(change for idf in (False, True) for change in (
+            *(dict(late=v, late_idf=idf) for v in (0.5, 1.0, 2.0, 3.0, 4.0)),
+            *(dict(late=v, late_idf=idf, late_pages=10) for v in (1.0, 2.0, 4.0)),
+            dict(late=2.0, late_idf=idf, lennorm=0.05),
+            *(dict(late=v, late_idf=idf, late_kind=kind) for kind in ("static", "qctx") for v in (1.0, 2.0)),
+        )),
+    ]),
+    "late-pca": ("late interaction (weight 2, idf) with token vectors projected to 128, 64, 32 dimensions in "
+                 "int8, as an index could keep them (needs --token-cache filled)",
+                 [{}, *(dict(late=2.0, late_idf=True, late_kind=k) for k in ("token", "pca128", "pca64", "pca32"))]),
+    "wcode": ("only the keyword weight chosen by whether the question names code (wcode)",
+              [{}, *(dict(w=w, wcode=c) for w in (0.5, 0.6) for c in (0.75, 1.0)), dict(wcode=1.0)]),
+    "kwlen": ("only the keyword ranking's length normalization (kwlennorm) beside the shipped fusion",
+              [{}, dict(lennorm=0.05), *(dict(kwlennorm=a) for a in (0.1, 0.2, 0.3, 0.5)),
+               dict(kwlennorm=0.2, w=1.0), dict(kwlennorm=0.3, w=1.0), dict(kwlennorm=0.5, w=1.5)]),
+}
+
+
 def figures(e: Evaluation) -> str:
     return f"{e.recall(1):.3f} {e.recall(5):.3f} {e.mrr:.3f}"
 
@@ -515,18 +545,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --fit: take no step that makes any set's tuning half worse than the shipped fusion")
     parser.add_argument("--levers", action="store_true",
                         help="the shipped fusion and each lever changed alone from it (not the whole grid)")
-    parser.add_argument("--late", action="store_true",
-                        help="with --levers: only the late-interaction variants (and lennorm=0.05) beside the shipped fusion")
-    parser.add_argument("--late-pca", action="store_true",
-                        help="with --levers: late interaction (weight 2, idf) with token vectors projected to 128, 64, "
-                             "32 dimensions in int8, as an index could keep them (needs --token-cache filled)")
-    parser.add_argument("--wcode", action="store_true",
-                        help="with --levers: only the keyword weight chosen by whether the question names code (wcode)")
-    parser.add_argument("--kwlen", action="store_true",
-                        help="with --levers: only the keyword ranking's length normalization (kwlennorm) beside the shipped fusion")
+    for name, (help_text, _) in LEVER_SETS.items():
+        parser.add_argument(f"--{name}", action="store_true", help=f"with --levers: {help_text}")
     parser.add_argument("--token-cache", metavar="DIR",
                         help="keep the chunks' token vectors (late interaction) in DIR between runs (one file per site)")
     args = parser.parse_args(argv)
+    flagged = [name for name in LEVER_SETS if getattr(args, name.replace("-", "_"))]
+    if len(flagged) > 1:
+        parser.error("one of " + ", ".join(f"--{name}" for name in LEVER_SETS) + " at a time")
 
     from docscraper.config import DocscraperConfig
     from docscraper.storage.backends import load_query_embedder
@@ -561,8 +587,7 @@ def main(argv: list[str] | None = None) -> int:
                         site.tokens = {int(k): saved[k] for k in saved.files if k != "ids"}
 
     if args.fit:
-        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0, copies=True)
-        base = [evaluate(s, lambda i, s=s: ranked_pages(s, i, embed=embedder.embed, **shipped)) for s in sites]
+        base = [evaluate(s, lambda i, s=s: ranked_pages(s, i, embed=embedder.embed, **SHIPPED)) for s in sites]
         weights, fitted = fit(sites, embedder.embed, no_set_worse=args.no_set_worse)
         print("\nfitted on the tuning halves: " + ", ".join(f"{k}={v:g}" for k, v in weights.items()))
         print(f"{'set':12}{'shipped: tune':>22}{'held-out':>20}   {'fitted: tune':>20}{'held-out':>20}")
@@ -584,29 +609,8 @@ def main(argv: list[str] | None = None) -> int:
         (10, 30) if not args.quick else (10,), (0.5, 0.75) if not args.quick else (0.5,),
         (None, 0, 0.3, 0.5), ("text", "title", "title2"), (0, 0.5, 1.0))]
     if args.levers:
-        shipped = dict(K=10, w=0.75, decay=0, kw="text", outline=0, copies=True)
-        changes: list[dict[str, Any]] = [{}, dict(copies=False), dict(w=0.5), dict(w=1.0), dict(kw="title"),
-                                         dict(outline=0.5), dict(centroid=0.3), dict(centroid=0.6),
-                                         dict(lennorm=0.05), dict(lennorm=0.1), dict(decay=0.3), dict(K=30),
-                                         dict(rocchio=0.3), dict(rocchio=0.7),
-                                         dict(lennorm=0.15), dict(lennorm=0.2), dict(centroid=0.6, lennorm=0.1),
-                                         dict(outline=0.5, lennorm=0.1), dict(centroid=0.3, lennorm=0.05)]
-        if args.late_pca:
-            changes = [{}] + [dict(late=2.0, late_idf=True, late_kind=k) for k in ("token", "pca128", "pca64", "pca32")]
-        if args.wcode:
-            changes = [{}] + [dict(w=w, wcode=c) for w in (0.5, 0.6) for c in (0.75, 1.0)] + [dict(wcode=1.0)]
-        if args.kwlen:
-            changes = [{}, dict(lennorm=0.05)] + [dict(kwlennorm=a) for a in (0.1, 0.2, 0.3, 0.5)] + [
-                dict(kwlennorm=0.2, w=1.0), dict(kwlennorm=0.3, w=1.0), dict(kwlennorm=0.5, w=1.5)]
-        if args.late:
-            changes = [{}, dict(lennorm=0.05)]
-            for idf in (False, True):
-                changes += [dict(late=v, late_idf=idf) for v in (0.5, 1.0, 2.0, 3.0, 4.0)]
-                changes += [dict(late=v, late_idf=idf, late_pages=10) for v in (1.0, 2.0, 4.0)]
-                changes += [dict(late=2.0, late_idf=idf, lennorm=0.05)]
-                changes += [dict(late=v, late_idf=idf, late_kind=kind) for kind in ("static", "qctx")
-                            for v in (1.0, 2.0)]
-        grid = [{**shipped, **change} for change in changes]
+        changes = LEVER_SETS[flagged[0]][1] if flagged else LEVERS
+        grid = [{**SHIPPED, **change} for change in changes]
     for params in grid:
         label = (f"K{params['K']} w{params['w']} multi={params['decay']} kw={params['kw']} "
                  f"outline={params['outline']}" + "".join(f" {name}={params[name]}" for name in
