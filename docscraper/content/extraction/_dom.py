@@ -16,7 +16,6 @@ HEADING_TAIL_RE = re.compile(r"(?:\s+[#\u00b6\u00a7\U0001f517]+|[\u00b6\u00a7\U0
 HEADING_HEAD_RE = re.compile(r"^[\u25c6\u00b6\u00a7\U0001f517]+\s*")
 
 
-
 class Node(etree.ElementBase):
     """An element of a parsed page: lxml's element with the two edits extraction makes to a tree.
 

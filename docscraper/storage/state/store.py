@@ -87,9 +87,13 @@ def iso_utc(value: datetime | None) -> str | None:
     time is UTC, as the state database stores them); None stays None."""
     if value is None:
         return None
-    return (_aware(value) or value).astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return _aware(value).astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+@overload
+def _aware(value: datetime) -> datetime: ...
+@overload
+def _aware(value: datetime | None) -> datetime | None: ...
 def _aware(value: datetime | None) -> datetime | None:
     if value is not None and value.tzinfo is None:
         return value.replace(tzinfo=UTC)
