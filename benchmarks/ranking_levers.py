@@ -44,7 +44,9 @@ Levers:
 * ``kwlennorm=a``: a page's keyword score (only) divided by its chunk count to the power ``a``; ``--kwlen``
   lists these variants;
 * ``wcode=c``: the keyword weight ``c`` for a question that names code (:data:`CODE_RE`), ``w`` for the others;
-  ``--wcode`` lists these variants.
+  ``--wcode`` lists these variants;
+* ``hub=h, hub_k=k``: hubness reduction (CSLS): each chunk's cosine less ``h`` times its mean cosine to its ``k``
+  nearest chunks of other pages (:func:`hubness`); ``--hub`` lists these variants.
 
 The shipped fusion is ``K10 w0.75 multi=0 kw=text outline=0 copies=True`` (search leaves out the chunks that copy
 a smaller page, :mod:`docscraper.storage.copies`); ``copies=False`` is the lever that turns that off.
@@ -107,6 +109,7 @@ class Site:
     idf: np.ndarray | None = None  # word-piece id -> inverse document frequency over the chunks
     piece_ids: dict[int, np.ndarray] = field(default_factory=dict)  # chunk row -> its distinct word-piece ids
     pca: dict[int, np.ndarray] = field(default_factory=dict)  # dimensions -> principal directions of token vectors
+    hub: dict[int, np.ndarray] = field(default_factory=dict)  # k -> each chunk's mean cosine to its k nearest elsewhere
 
     def __post_init__(self) -> None:
         self.position = {cid: i for i, cid in enumerate(self.ids)}
@@ -184,6 +187,23 @@ def centroids(site: Site) -> tuple[list[str], np.ndarray]:
         site.centroids = (pages, matrix)
         site.page_chunks = {url: len(rows) for url, rows in order.items()}
     return site.centroids
+
+
+def hubness(site: Site, k: int) -> np.ndarray:
+    """Each chunk's mean cosine similarity to its *k* nearest chunks of other pages: how much of a hub it is.
+
+    Subtracting it from a question's cosine is CSLS (Conneau et al. 2018, "Word translation without parallel
+    data"), which lowers chunks that are near everything (generic prose, long reference pages' many chunks)
+    against those near few things. It costs one float per chunk, computed at index time."""
+    if k not in site.hub:
+        page = np.unique(np.asarray(site.urls), return_inverse=True)[1]
+        out = np.empty(len(site.ids), dtype=np.float32)
+        for start in range(0, len(site.ids), 1024):
+            block = site.vectors[start:start + 1024] @ site.vectors.T
+            block[page[start:start + 1024, None] == page[None, :]] = -1.0
+            out[start:start + 1024] = np.partition(block, -k, axis=1)[:, -k:].mean(axis=1)
+        site.hub[k] = out
+    return site.hub[k]
 
 
 #: A question that names code: a dotted name, a call, an option, snake_case or camelCase, a path.
@@ -318,7 +338,8 @@ def rrf_pages(ranking: list[int], urls: list[str], K: float, decay: float) -> di
 def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None, kw: str, outline: float,
                  embed: Any, copies: bool = False, centroid: float = 0, lennorm: float = 0,
                  rocchio: float = 0, late: float = 0, late_idf: bool = False, late_pages: int = 0,
-                 late_kind: str = "token", kwlennorm: float = 0, wcode: float | None = None) -> list[str]:
+                 late_kind: str = "token", kwlennorm: float = 0, wcode: float | None = None,
+                 hub: float = 0, hub_k: int = 10) -> list[str]:
     if wcode is not None and CODE_RE.search(site.questions[qi].text):
         w = wcode  # a question that names code (a dotted name, a call, an option) leans on the keywords
     qv = site.qvectors[qi]
@@ -328,6 +349,8 @@ def ranked_pages(site: Site, qi: int, *, K: float, w: float, decay: float | None
         qv = qv + rocchio * site.vectors[near].mean(axis=0)
         qv = qv / np.linalg.norm(qv)
         sims = site.vectors @ qv
+    if hub > 0:  # CSLS: each chunk's cosine less *hub* times its hubness
+        sims = sims - hub * hubness(site, hub_k)
     dense = list(np.argsort(-sims, kind="stable")[:POOL])
     skip = copy_marks(site) if copies else None
     if skip is not None:
@@ -524,6 +547,9 @@ LEVER_SETS: dict[str, tuple[str, list[dict[str, Any]]]] = {
                  [{}, *(dict(late=2.0, late_idf=True, late_kind=k) for k in ("token", "pca128", "pca64", "pca32"))]),
     "wcode": ("only the keyword weight chosen by whether the question names code (wcode)",
               [{}, *(dict(w=w, wcode=c) for w in (0.5, 0.6) for c in (0.75, 1.0)), dict(wcode=1.0)]),
+    "hub": ("only hubness reduction of the vector ranking (CSLS: cosine less hub x the chunk's mean cosine to its "
+            "hub_k nearest chunks of other pages)",
+            [{}, *(dict(hub=h, hub_k=k) for k in (10, 50) for h in (0.25, 0.5, 0.75, 1.0))]),
     "kwlen": ("only the keyword ranking's length normalization (kwlennorm) beside the shipped fusion",
               [{}, dict(lennorm=0.05), *(dict(kwlennorm=a) for a in (0.1, 0.2, 0.3, 0.5)),
                dict(kwlennorm=0.2, w=1.0), dict(kwlennorm=0.3, w=1.0), dict(kwlennorm=0.5, w=1.5)]),
@@ -616,7 +642,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"outline={params['outline']}" + "".join(f" {name}={params[name]}" for name in
                                                          ("copies", "centroid", "lennorm", "rocchio", "late", "late_idf",
                                                           "late_pages", "late_kind", "kwlennorm",
-                                                          "wcode")
+                                                          "wcode", "hub", "hub_k")
                                                          if name in params))
         variants.append((label, params))
 
