@@ -363,3 +363,51 @@ def test_stored_render_without_chromium_closes_the_run(spa: DocsServer, crawl: C
     assert "render_unavailable" in result.stderr
     assert "Traceback" not in result.stderr
     assert [path for _, path, _ in spa.requests] == []
+
+
+@pytest.mark.crawl
+@pytest.mark.render
+def test_rendered_redirects_to_the_crawlers_network_are_refused(spa: DocsServer, crawl: Crawl, chromium: str,
+                                                                 home: Path, tmp_path: Path) -> None:
+    """Playwright routes only a redirect's first request, so the hops Chromium follows are judged when the page
+    comes back: one through ``localhost`` (a loopback name the source does not trust) to a page in scope, and one
+    to a name that Chromium, unlike the guard, resolves to a loopback address (DNS rebinding, played by Chromium's
+    own ``--host-resolver-rules``). Both pages are refused as ``blockedAddress``; what they reached is not used."""
+    spa_dir = spa.root / "spa"
+    static = spa_dir / "static.html"
+    static.write_text(static.read_text().replace(
+        "</main>", '<p><a href="/spa/hop.html">Hop</a> <a href="/spa/rebind.html">Rebind</a></p></main>'))
+    for name in ("landing", "landing2"):
+        (spa_dir / f"{name}.html").write_text(
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Landed</title></head><body><main>'
+            f"<h1>Landed on {name}</h1><p>The crawler's own network answered this page through a redirect.</p>"
+            "</main></body></html>\n")
+    routes_path = spa.root / "_routes.json"
+    routes = json.loads(routes_path.read_text())
+    routes["/spa/hop.html"] = {"status": 302, "location": f"http://localhost:{spa.port}/spa/inner.html"}
+    routes["/spa/inner.html"] = {"status": 302, "location": "__BASE__/spa/landing.html"}
+    routes["/spa/rebind.html"] = {"status": 302, "location": f"http://rebind.test:{spa.port}/spa/landing2.html"}
+    routes_path.write_text(json.dumps(routes))
+    launch = {"args": [*CHROMIUM_ARGS, "--host-resolver-rules=MAP rebind.test 127.0.0.1"]}
+
+    out = tmp_path / "items.jsonl"
+    result = crawl(f"{spa.base_url}/spa/", "render=js", extra=["-O", str(out)],
+                   settings={"PLAYWRIGHT_LAUNCH_OPTIONS": json.dumps(launch)})
+    report = result.report
+    jsonschema.validate(report, load_schema())
+    assert report["result"] == "success", report["resultReason"]
+    assert result.keys("skipped", "blockedAddress") == {"hop.html", "rebind.html"}
+    items = report["items"]
+    assert items["hop.html"]["detail"] == (
+        f"redirects to http://localhost:{spa.port}/spa/inner.html: localhost resolves to 127.0.0.1 (loopback)")
+    assert items["rebind.html"]["detail"] == (
+        f"http://rebind.test:{spa.port}/spa/landing2.html: Chromium connected to 127.0.0.1: "
+        "rebind.test resolves to 127.0.0.1 (loopback)")
+    assert report["scrapy"]["docscraper/ssrf/refused"] == 2
+    # Chromium did follow both (the gap that remains: a hop's request goes out), but nothing it reached is kept
+    # (Chromium sends no Fetch Metadata to a plain-http name like rebind.test; only it asked for landing2.html)
+    assert any(_by_browser(headers) for headers in _requests(spa, "/spa/inner.html"))
+    assert _requests(spa, "/spa/landing2.html")
+    assert "Landed on" not in out.read_text()
+    assert set(_items(out)) == {"./", "advanced.html", "static.html"}
+    assert result.keys("skipped", "redirectOutOfScope") == {"away.html"}

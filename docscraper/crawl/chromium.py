@@ -7,6 +7,7 @@ import asyncio
 import ipaddress
 import logging
 import socket
+import urllib.request
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,12 +17,21 @@ from scrapy_playwright.handler import ScrapyPlaywrightDownloadHandler
 
 from docscraper.crawl.rendering import RenderError, render_problem
 from docscraper.crawl.resources import CrawlResources, crawl_config
-from docscraper.crawl.ssrf import SsrfConfig, check_addresses, check_url, normalize_host
+from docscraper.crawl.ssrf import (
+    SsrfConfig,
+    check_addresses,
+    check_url,
+    normalize_host,
+    record_refusal,
+    source_hosts,
+)
 from docscraper.credentials import Credentials, origin_of
 
 if TYPE_CHECKING:
     from playwright.async_api import Request as PlaywrightRequest
+    from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
 
 __all__ = ["ChromiumDownloadHandler"]
 
@@ -59,14 +69,7 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
         self.process_request_headers = self._headers
 
     def _trusted(self) -> set[str]:
-        target = self._resources.target if self._resources is not None else None
-        if target is None:
-            return set()
-        hosts = set()
-        for url in (target.seed_url, target.args.llms_txt):
-            if url:
-                hosts.add(normalize_host(urlsplit(url).hostname or ""))
-        return hosts
+        return source_hosts(self._resources.target if self._resources is not None else None)
 
     async def _refusal(self, url: str) -> str | None:
         """Why the browser must not fetch *url* (the SSRF guard's rules), or None."""
@@ -86,6 +89,46 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
                 verdict = check_addresses(host, addresses, self._ssrf)
             self._verdicts[host] = verdict
         return self._verdicts[host]
+
+    async def download_request(self, request: Request) -> Response:
+        """scrapy-playwright's download, then the navigation's redirect hops and final connection judged by the
+        SSRF guard's rules (:meth:`_navigation_refusal`): a page refused so is recorded as ``blockedAddress`` and
+        its content never used."""
+        response: Response = await super().download_request(request)
+        if request.meta.get("playwright") and self._ssrf is not None:
+            refusal = await self._navigation_refusal(request, response, self._ssrf)
+            if refusal is not None:
+                record_refusal(self.crawler, self._resources, request, refusal)
+        return response
+
+    async def _navigation_refusal(self, request: Request, response: Response, ssrf: SsrfConfig) -> str | None:
+        """Why a rendered page must not be used: a hop of the HTTP redirects Chromium followed, or the page it
+        reached, that the guard refuses (Playwright routes a redirect's first request only, so these hops went
+        out unjudged: the page's content is what is kept from them), or a final connection to a refused address
+        (a name that resolved to another address for Chromium than for the guard: DNS rebinding)."""
+        hops = [*request.meta.get("redirect_urls", ())[1:], response.url] if request.meta.get("redirect_urls") else []
+        for hop in hops:
+            refusal = await self._refusal(hop)
+            if refusal is not None:
+                return f"redirects to {hop}: {refusal}"
+        host = normalize_host(urlsplit(response.url).hostname or "")
+        if response.ip_address is not None and host and not self._proxied(request):
+            address = ipaddress.ip_address(str(response.ip_address))
+            refusal = check_addresses(host, [address], ssrf, trusted=host in self._trusted())
+            if refusal is not None:
+                return f"{response.url}: Chromium connected to {address}: {refusal}"
+        return None
+
+    def _proxied(self, request: Request) -> bool:
+        """Whether Chromium may have gone through a proxy (the user's, trusted as by the guard's middleware), so
+        that the address it connected to is the proxy's: a proxy in the launch options, the contexts, the
+        request's context or the environment."""
+        settings = self.crawler.settings
+        contexts = [dict(settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or {}),
+                    *(dict(c) for c in (settings.getdict("PLAYWRIGHT_CONTEXTS") or {}).values() if isinstance(c, dict)),
+                    dict(request.meta.get("playwright_context_kwargs") or {})]
+        env = {scheme for scheme in urllib.request.getproxies() if scheme != "no"}
+        return bool(env) or any(c.get("proxy") for c in contexts)
 
     async def _headers(self, *, browser_type_name: str, playwright_request: PlaywrightRequest,
                        scrapy_request_data: dict[str, Any]) -> dict[str, str]:

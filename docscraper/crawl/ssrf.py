@@ -61,7 +61,9 @@ __all__ = [
     "check_url",
     "host_address",
     "normalize_host",
+    "record_refusal",
     "resolve_host",
+    "source_hosts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -200,6 +202,34 @@ def _host_of(url: str) -> str:
         return normalize_host(urlsplit(url).hostname or "")
     except ValueError:
         return ""
+
+
+def source_hosts(target: CrawlTarget | None) -> set[str]:
+    """The hosts a run trusts for its source: the seed's and an explicit ``llms_txt`` URL's, unless the source's
+    scope says ``trust_host: false`` (a server's client registered it), which trusts none."""
+    if target is None or target.source.scope.get("trust_host", True) is False:
+        return set()
+    return {_host_of(url) for url in (target.seed_url, target.args.llms_txt) if url and _host_of(url)}
+
+
+def record_refusal(crawler: Crawler, resources: CrawlResources | None, request: Request, detail: str) -> NoReturn:
+    """Refuse *request* for the SSRF guard: counted (``docscraper/ssrf/refused``), logged, recorded in the report
+    under the URL first requested (``blockedAddress``; once, and only for the spider's page and discovery
+    requests), and dropped with :class:`~scrapy.exceptions.IgnoreRequest`."""
+    redirect_urls = request.meta.get("redirect_urls")
+    origin = redirect_urls[0] if redirect_urls else request.url
+    if origin != request.url:
+        detail = f"redirects to {request.url}: {detail}"
+    if crawler.stats is not None:
+        crawler.stats.inc_value("docscraper/ssrf/refused")
+    logger.warning("SSRF guard refused %s: %s (DOCSCRAPER_SSRF_ALLOWED_HOSTS lets a host through)", origin, detail)
+    meta = request.meta
+    tracked = "docscraper_page_id" in meta or "docscraper_discovery" in meta
+    if resources is not None and resources.target is not None and tracked and not meta.get("docscraper_refused"):
+        resources.outcomes.refuse(origin, Refusal(REASON, detail), finder=meta.get("docscraper_finder"),
+                                  discovery=meta.get("docscraper_discovery"))
+        meta["docscraper_refused"] = True
+    raise IgnoreRequest(f"SSRF guard: {detail}")
 
 
 @dataclass(frozen=True)
@@ -475,14 +505,7 @@ class SsrfGuardMiddleware:
     def trusted_hosts(self) -> set[str]:
         """The source's host, an explicit ``llms_txt`` URL's host (unless the source's scope says
         ``trust_host: false``: a server's client registered it), and the proxies in use."""
-        trusted = set(self._proxy_hosts)
-        target = self._target()
-        # a source a server's client registered (scope trust_host false) gets no trust of its own
-        if target is not None and target.source.scope.get("trust_host", True) is not False:
-            for url in (target.seed_url, target.args.llms_txt):
-                if url and _host_of(url):
-                    trusted.add(_host_of(url))
-        return trusted
+        return self._proxy_hosts | source_hosts(self._target())
 
     def _target(self) -> CrawlTarget | None:
         return self.resources.target if self.resources is not None else None
@@ -543,16 +566,4 @@ class SsrfGuardMiddleware:
             self.crawler.stats.inc_value(f"docscraper/{name}")
 
     def _refuse(self, request: Request, detail: str) -> NoReturn:
-        redirect_urls = request.meta.get("redirect_urls")
-        origin = redirect_urls[0] if redirect_urls else request.url
-        if origin != request.url:
-            detail = f"redirects to {request.url}: {detail}"
-        self._stat("ssrf/refused")
-        logger.warning("SSRF guard refused %s: %s (DOCSCRAPER_SSRF_ALLOWED_HOSTS lets a host through)", origin, detail)
-        meta = request.meta
-        tracked = "docscraper_page_id" in meta or "docscraper_discovery" in meta
-        if self._target() is not None and self.resources is not None and tracked and not meta.get("docscraper_refused"):
-            self.resources.outcomes.refuse(origin, Refusal(REASON, detail), finder=meta.get("docscraper_finder"),
-                       discovery=meta.get("docscraper_discovery"))
-            meta["docscraper_refused"] = True
-        raise IgnoreRequest(f"SSRF guard: {detail}")
+        record_refusal(self.crawler, self.resources, request, detail)
