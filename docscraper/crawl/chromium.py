@@ -106,17 +106,20 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
         reached, that the guard refuses (Playwright routes a redirect's first request only, so these hops went
         out unjudged: the page's content is what is kept from them), or a final connection to a refused address
         (a name that resolved to another address for Chromium than for the guard: DNS rebinding)."""
-        hops = [*request.meta.get("redirect_urls", ())[1:], response.url] if request.meta.get("redirect_urls") else []
-        for hop in hops:
+        redirects = request.meta.get("redirect_urls")
+        for hop in [*redirects[1:], response.url] if redirects else []:
             refusal = await self._refusal(hop)
             if refusal is not None:
                 return f"redirects to {hop}: {refusal}"
-        host = normalize_host(urlsplit(response.url).hostname or "")
+        # the address is that of the navigation's last HTTP response: without redirects, the URL requested (a
+        # script may have moved the page's URL since, which the spider ignores)
+        reached = response.url if redirects else request.url
+        host = normalize_host(urlsplit(reached).hostname or "")
         if response.ip_address is not None and host and not self._proxied(request):
             address = ipaddress.ip_address(str(response.ip_address))
             refusal = check_addresses(host, [address], ssrf, trusted=host in self._trusted())
             if refusal is not None:
-                return f"{response.url}: Chromium connected to {address}: {refusal}"
+                return f"{reached}: Chromium connected to {address}: {refusal}"
         return None
 
     def _proxied(self, request: Request) -> bool:
