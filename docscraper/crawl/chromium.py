@@ -7,7 +7,6 @@ import asyncio
 import ipaddress
 import logging
 import socket
-import urllib.request
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from docscraper.crawl.ssrf import (
     SsrfConfig,
     check_addresses,
     check_url,
+    environment_proxy_hosts,
     normalize_host,
     record_refusal,
     source_hosts,
@@ -59,6 +59,10 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
         ssrf = SsrfConfig.from_config(config)
         self._ssrf: SsrfConfig | None = ssrf if ssrf.enabled else None
         self._verdicts: dict[str, str | None] = {}
+        # a proxy in the environment, the launch options or a context: the address Chromium connects to may be it
+        contexts = [crawler.settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or {},
+                    *(c for c in (crawler.settings.getdict("PLAYWRIGHT_CONTEXTS") or {}).values() if isinstance(c, dict))]
+        self._proxy_configured = bool(environment_proxy_hosts()) or any(c.get("proxy") for c in contexts)
         # PLAYWRIGHT_ABORT_REQUEST, if set, judges what the rules below let through
         self._user_abort: Callable[[PlaywrightRequest], Any] | None = getattr(self, "abort_request", None)
         self.abort_request = self._abort
@@ -124,14 +128,8 @@ class ChromiumDownloadHandler(ScrapyPlaywrightDownloadHandler):
 
     def _proxied(self, request: Request) -> bool:
         """Whether Chromium may have gone through a proxy (the user's, trusted as by the guard's middleware), so
-        that the address it connected to is the proxy's: a proxy in the launch options, the contexts, the
-        request's context or the environment."""
-        settings = self.crawler.settings
-        contexts = [dict(settings.getdict("PLAYWRIGHT_LAUNCH_OPTIONS") or {}),
-                    *(dict(c) for c in (settings.getdict("PLAYWRIGHT_CONTEXTS") or {}).values() if isinstance(c, dict)),
-                    dict(request.meta.get("playwright_context_kwargs") or {})]
-        env = {scheme for scheme in urllib.request.getproxies() if scheme != "no"}
-        return bool(env) or any(c.get("proxy") for c in contexts)
+        that the address it connected to is the proxy's: one configured for the run, or in the request's context."""
+        return self._proxy_configured or bool((request.meta.get("playwright_context_kwargs") or {}).get("proxy"))
 
     async def _headers(self, *, browser_type_name: str, playwright_request: PlaywrightRequest,
                        scrapy_request_data: dict[str, Any]) -> dict[str, str]:

@@ -59,6 +59,7 @@ __all__ = [
     "address_category",
     "check_addresses",
     "check_url",
+    "environment_proxy_hosts",
     "host_address",
     "normalize_host",
     "record_refusal",
@@ -204,12 +205,23 @@ def _host_of(url: str) -> str:
         return ""
 
 
+def environment_proxy_hosts() -> set[str]:
+    """The hosts of the proxies the environment names (``http_proxy``... as ``urllib`` reads them): the user's,
+    trusted."""
+    hosts = set()
+    for scheme, proxy in urllib.request.getproxies().items():
+        host = _host_of(proxy if "://" in proxy else f"http://{proxy}")
+        if scheme != "no" and host:
+            hosts.add(host)
+    return hosts
+
+
 def source_hosts(target: CrawlTarget | None) -> set[str]:
     """The hosts a run trusts for its source: the seed's and an explicit ``llms_txt`` URL's, unless the source's
     scope says ``trust_host: false`` (a server's client registered it), which trusts none."""
     if target is None or target.source.scope.get("trust_host", True) is False:
         return set()
-    return {_host_of(url) for url in (target.seed_url, target.args.llms_txt) if url and _host_of(url)}
+    return {host for url in (target.seed_url, target.args.llms_txt) if url and (host := _host_of(url))}
 
 
 def record_refusal(crawler: Crawler, resources: CrawlResources | None, request: Request, detail: str) -> NoReturn:
@@ -462,11 +474,7 @@ class SsrfGuardMiddleware:
         # the run's target (trusted hosts) and outcomes (refusals); None outside a docs crawl
         self.resources = CrawlResources.find(crawler)
         self.config = config
-        self._proxy_hosts: set[str] = set()
-        for scheme, proxy in urllib.request.getproxies().items():
-            host = _host_of(proxy if "://" in proxy else f"http://{proxy}")
-            if scheme != "no" and host:
-                self._proxy_hosts.add(host)
+        self._proxy_hosts = environment_proxy_hosts()
         self._verdicts: dict[str, str | None] = {}
         self._connect_refusals: dict[str, str] = {}
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
