@@ -255,37 +255,51 @@ def embed_prefixed(site: Site, kind: str, embed: Any, cache: Path | None) -> np.
     """The site's chunks embedded with another prefix (:data:`PREFIXES`), kept in *cache* between runs."""
     if kind == "ship":
         return site.vectors
-    if kind not in site.embedded:
-        path = cache / f"{site.name}-prefix-{kind}.npz" if cache else None
-        if path is not None and path.exists():
-            with np.load(path) as saved:
-                if str(saved["ids"]) == ids_digest(site):
-                    site.embedded[kind] = saved["vectors"]
-        if kind not in site.embedded:
-            boilerplate = site_boilerplate(site.titles)
-            started = time.monotonic()
-            parts = []
-            for start in range(0, len(site.ids), 512):
-                texts = [prefixed_text(site, i, kind, boilerplate) for i in range(start, min(start + 512, len(site.ids)))]
-                parts.append(np.asarray(embed(texts), dtype=np.float32))
-            matrix = np.vstack(parts)
-            matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-            site.embedded[kind] = matrix
-            print(f"{site.name}: {len(site.ids)} chunks embedded with prefix {kind} (title boilerplate "
-                  f"{boilerplate!r}) in {time.monotonic() - started:.0f} s", flush=True)
-            if path is not None:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                np.savez(path, ids=np.asarray(ids_digest(site)), vectors=matrix)
-    return site.embedded[kind]
+    if kind in site.embedded:
+        return site.embedded[kind]
+    path = cache / f"{site.name}-prefix-{kind}.npz" if cache else None
+    saved = load_cached(path, site)
+    if saved is not None:
+        site.embedded[kind] = saved["vectors"]
+        return saved["vectors"]
+    boilerplate = site_boilerplate(site.titles)
+    started = time.monotonic()
+    parts = []
+    for start in range(0, len(site.ids), 512):
+        texts = [prefixed_text(site, i, kind, boilerplate) for i in range(start, min(start + 512, len(site.ids)))]
+        parts.append(np.asarray(embed(texts), dtype=np.float32))
+    matrix = np.vstack(parts)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    site.embedded[kind] = matrix
+    print(f"{site.name}: {len(site.ids)} chunks embedded with prefix {kind} (title boilerplate "
+          f"{boilerplate!r}) in {time.monotonic() - started:.0f} s", flush=True)
+    if path is not None:
+        save_cached(path, site, {"vectors": matrix})
+    return matrix
+
+
+def ids_digest(site: Site) -> str:
+    return hashlib.sha256("\n".join(site.ids).encode()).hexdigest()
+
+
+def load_cached(path: Path | None, site: Site) -> dict[str, np.ndarray] | None:
+    """The arrays :func:`save_cached` kept in *path* for the same chunks in the same rows, or None."""
+    if path is None or not path.exists():
+        return None
+    with np.load(path) as saved:
+        if str(saved["ids"]) != ids_digest(site):
+            return None
+        return {name: saved[name] for name in saved.files if name != "ids"}
+
+
+def save_cached(path: Path, site: Site, arrays: dict[str, np.ndarray]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, ids=np.asarray(ids_digest(site)), **arrays)
 
 
 #: A question that names code: a dotted name, a call, an option, snake_case or camelCase, a path.
 CODE_RE = re.compile(r"\w\.\w|\w\(|(?:^|\s)--?\w|\w_\w|[a-z][A-Z]|\w/\w")
 LATE_POOL = 30  # chunks of each ranking (vector, keyword) re-scored by late interaction
-
-
-def ids_digest(site: Site) -> str:
-    return hashlib.sha256("\n".join(site.ids).encode()).hexdigest()
 
 
 @functools.cache
@@ -683,11 +697,9 @@ def main(argv: list[str] | None = None) -> int:
     for site in sites:
         centroids(site)
         if args.token_cache:
-            cached = Path(args.token_cache) / f"{site.name}.npz"
-            if cached.exists():
-                with np.load(cached) as saved:
-                    if str(saved["ids"]) == ids_digest(site):  # the same chunks in the same rows
-                        site.tokens = {int(k): saved[k] for k in saved.files if k != "ids"}
+            saved = load_cached(Path(args.token_cache) / f"{site.name}.npz", site)
+            if saved is not None:
+                site.tokens = {int(k): v for k, v in saved.items()}
 
     if args.fit:
         base = [evaluate(s, lambda i, s=s: ranked_pages(s, i, embed=embedder.embed, **SHIPPED)) for s in sites]
@@ -751,11 +763,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {site.name}: held-out {figures(r['held'])}  ({base[0]}: {figures(base[1][sites.index(site)]['held'])})")
     print(f"load average at the end {os.getloadavg()[0]:.2f}")
     if args.token_cache:
-        Path(args.token_cache).mkdir(parents=True, exist_ok=True)
         for site in sites:
             if site.tokens:
-                np.savez(Path(args.token_cache) / f"{site.name}.npz", ids=np.asarray(ids_digest(site)),
-                         **{str(k): v for k, v in site.tokens.items()})
+                save_cached(Path(args.token_cache) / f"{site.name}.npz", site,
+                            {str(k): v for k, v in site.tokens.items()})
     embedder.close()
     return 0
 
